@@ -1,0 +1,3 @@
+from analysis.report.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""The analysis behind the bias report: every estimate for every rater, as frozen data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from analysis.agreement import Agreement, RankAgreement, agreement, human_baseline, rank_agreement
+from analysis.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
+from analysis.position import PositionBias, debiased_rows, position_bias
+from analysis.self_family import SelfFamilyBias, self_family_bias
+from analysis.stats import HUMAN_RATER, judgment_table
+from core.models import family_of
+from core.records import Record, is_human
+
+__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
+
+CALIBRATED = (
+    "one verdict per pair for judge and reference: the mean of prob_a over both orders where the records "
+    "carry it (balanced position calibration, Wang et al. 2023), else the same winner in every order"
+)
+
+
+@dataclass(frozen=True)
+class Ratings:
+    """Ratings of one rater's votes: Bradley-Terry, and length-controlled BT."""
+
+    bt: pd.DataFrame | None  # model, rating, lower, upper, rank, n
+    controlled: pd.DataFrame | None  # style-controlled BT: length and markdown terms held out
+    style: pd.DataFrame | None  # name, coef, lower, upper (the style terms)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class RaterReport:
+    rater: str
+    is_human: bool
+    family: str | None
+    n_records: int
+    n_parse_errors: int
+    position: PositionBias
+    length: LengthBias
+    length_curve: tuple[LengthBin, ...]
+    self_family: SelfFamilyBias | None
+    agreement: Agreement
+    ranking: RankAgreement | None
+    ratings: Ratings
+
+
+@dataclass(frozen=True)
+class BiasReport:
+    raters: tuple[RaterReport, ...]
+    n_records: int
+    length_sd: float
+    family_matrix: pd.DataFrame  # rows raters, columns families: win rate; NaN where none
+    family_counts: pd.DataFrame
+    issues: tuple[str, ...]
+    sources: tuple[str, ...]
+
+    def rater(self, name: str) -> RaterReport:
+        return next(r for r in self.raters if r.rater == name)
+
+
+def _choose_reference(name: str, shared: dict[str, int], families: dict[str, str | None]) -> str | None:
+    """Humans when they voted on this rater's pairs; else the judge sharing most pairs,
+    preferring one of another family (a same-family reference would hide the bias)."""
+    if shared.get(HUMAN_RATER, 0) > 0:
+        return HUMAN_RATER
+    candidates = [other for other, n in shared.items() if other not in (name, HUMAN_RATER) and n > 0]
+    if not candidates:
+        return None
+    mine = families.get(name)
+    return min(candidates, key=lambda o: (mine is not None and families.get(o) == mine, -shared[o], o))
+
+
+def _rater_family(name: str, rows: pd.DataFrame) -> str | None:
+    """The judge's family as its records state it, else as the model registry knows it."""
+    families = rows["judge_family"].dropna()
+    family = str(families.mode().iloc[0]) if not families.empty else family_of(name)
+    return None if family == "unknown" else family
+
+
+def rating_frames(records_by_rater: dict[str, list[Record]]) -> dict[str, pd.DataFrame]:
+    """One battle frame per rater, the responses' style features counted once for all.
+
+    The raters judged the same responses (in both orders), so the style counts of
+    style-controlled BT are computed on one frame of every rater's records, then split.
+    """
+    from analysis.frames import records_to_frame
+    from analysis.ratings import add_style_features
+
+    frame = add_style_features(records_to_frame([r for records in records_by_rater.values() for r in records]))
+    frames, start = {}, 0
+    for name, records in records_by_rater.items():
+        frames[name] = frame.iloc[start : start + len(records)].reset_index(drop=True)
+        start += len(records)
+    return frames
+
+
+def _ratings(records: Sequence[Record], frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
+    from analysis.ratings import rate
+
+    if len({r.model_a for r in records} | {r.model_b for r in records}) < 2:
+        return Ratings(None, None, None, "fewer than two models")
+    try:
+        bt = rate(frame, "bt", bootstrap=bootstrap, seed=seed).table
+        styled = rate(frame, "bt-style")
+        return Ratings(bt, styled.table, styled.coefficients)
+    except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
+        return Ratings(None, None, None, f"ratings not fitted: {exc}")
+
+
+def _family_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per rater and family: share of decisive cross-family records the family's response won."""
+    rows = table[table["decisive"] & table["family_a"].notna() & (table["family_a"] != table["family_b"])]
+    won_a = rows["first_wins"] == 1
+    long = pd.concat(
+        [
+            pd.DataFrame({"rater": rows["rater"], "family": rows["family_a"], "won": won_a.astype(float)}),
+            pd.DataFrame({"rater": rows["rater"], "family": rows["family_b"], "won": (~won_a).astype(float)}),
+        ]
+    )
+    grouped = long.groupby(["rater", "family"])["won"]
+    return grouped.mean().unstack("family"), grouped.size().unstack("family").fillna(0).astype(int)
+
+
+def build_report(
+    records: Sequence[Record],
+    human_prefix: str | None = None,
+    n_boot: int = 1000,
+    rating_bootstrap: int = 200,
+    seed: int = 0,
+    issues: Sequence[str] = (),
+    sources: Sequence[str] = (),
+    progress: Callable | None = None,
+    failures: dict[str, int] | None = None,
+) -> BiasReport:
+    """All bias estimates for every rater in ``records`` (humans pooled as ``human``).
+
+    ``failures`` counts judge outputs with no verdict that never became records (a
+    ``judges.run`` failures file); they are added to the raters' parse-error counts.
+    """
+    table, parse_errors = judgment_table(records, human_prefix)
+    for judge, count in (failures or {}).items():
+        parse_errors[judge] = parse_errors.get(judge, 0) + count
+    sd = length_sd(table)
+    by_rater = {name: rows for name, rows in table.groupby("rater", sort=True)}
+    has_humans = HUMAN_RATER in by_rater
+    families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
+    pair_sets = {name: set(rows["pair_id"]) for name, rows in by_rater.items()}
+    usable = [r for r in records if r.parse_error is None]
+    records_by_rater: dict[str, list[Record]] = {}
+    for r in usable:
+        human = is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
+        records_by_rater.setdefault(HUMAN_RATER if human else r.judge, []).append(r)
+    names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
+    battle_frames = rating_frames(records_by_rater)
+    steps = progress(names, desc="raters") if progress else names
+    reports: dict[str, RaterReport] = {}
+    for name in steps:
+        rows = by_rater[name]
+        family = families[name]
+        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        reference = None if name == HUMAN_RATER else _choose_reference(name, shared, families)
+        if name == HUMAN_RATER:
+            agree = human_baseline(rows, n_boot=n_boot, seed=seed)
+            self_fam = None
+        else:
+            ref_rows = by_rater[reference] if reference else rows.iloc[:0]
+            if reference == HUMAN_RATER:
+                agree = agreement(rows, ref_rows, reference, n_boot=n_boot, seed=seed)
+                self_fam = self_family_bias(rows, ref_rows, name, family, reference, n_boot=n_boot, seed=seed)
+            else:
+                # Judge against judge: each has one verdict per pair. Agreement keeps FastChat's
+                # unanimity rule; self-family bias uses probabilities where both orders have them,
+                # so a judge that always answers "A" still shows which response it leans to.
+                agree = agreement(rows, debiased_rows(ref_rows), reference, n_boot=n_boot, seed=seed)
+                self_fam = self_family_bias(
+                    debiased_rows(rows, calibrate=True), debiased_rows(ref_rows, calibrate=True), name, family,
+                    reference, n_boot=n_boot, seed=seed, verdicts=CALIBRATED,
+                )
+        reports[name] = RaterReport(
+            rater=name,
+            is_human=name == HUMAN_RATER,
+            family=family,
+            n_records=len(rows),
+            n_parse_errors=parse_errors.get(name, 0),
+            position=position_bias(rows),
+            length=length_bias(rows, sd),
+            length_curve=tuple(length_curve(rows)),
+            self_family=self_fam,
+            agreement=agree,
+            ranking=None,
+            ratings=_ratings(records_by_rater[name], battle_frames[name], rating_bootstrap, seed),
+        )
+    human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
+    if human_bt is not None:
+        for name, rep in reports.items():
+            if name != HUMAN_RATER and rep.ratings.bt is not None:
+                reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
+    matrix, counts = _family_matrix(table)
+    return BiasReport(
+        raters=tuple(reports[n] for n in names),
+        n_records=len(table),
+        length_sd=sd,
+        family_matrix=matrix,
+        family_counts=counts,
+        issues=tuple(issues),
+        sources=tuple(sources),
+    )

@@ -1,0 +1,75 @@
+"""``python -m analysis.report``: read votes, build the report, write it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from analysis.importers import import_paths
+from analysis.report.build import build_report
+from analysis.report.render import write_report
+
+__all__ = ["main"]
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.report",
+        description=(
+            "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
+            "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
+            "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
+            "(equal-opportunity gap against humans, or against another judge when no humans voted), "
+            "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement."
+        ),
+        epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
+    )
+    p.add_argument("--votes", nargs="+", required=True, metavar="FILE",
+                   help="records JSONL, FastChat/Arena battle JSON, MT-Bench human judgments, CSV, or a folder "
+                        "(the PandaLM test set folder, or a folder of such files)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--humans", metavar="JUDGE-PREFIX",
+                   help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
+                        "'human:<id>' always are)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="bootstrap resamples (over pair_id clusters) for agreement and self-family CIs (default 1000)")
+    p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
+                   help="bootstrap resamples for Bradley-Terry rating CIs (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _progress_bar(items, desc):
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from core.records import RecordError
+
+    try:
+        imported = import_paths(args.votes)
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not imported.records:
+        print("error: no records found in " + ", ".join(args.votes), file=sys.stderr)
+        return 2
+    issues = [str(i) for i in imported.issues]
+    for issue in issues:
+        print(f"note: {issue}", file=sys.stderr)
+    progress = None if args.quiet else _progress_bar
+    failures: dict[str, int] = {}
+    for issue in imported.issues:
+        if issue.judge is not None:
+            failures[issue.judge] = failures.get(issue.judge, 0) + 1
+    report = build_report(
+        imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+        seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
+    )
+    paths = write_report(report, args.out)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0

@@ -1,0 +1,157 @@
+"""The report's figures (matplotlib, Agg), as PNG data URIs embedded in report.html."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+
+from analysis.report.build import BiasReport
+
+__all__ = ["figures"]
+
+MIN_BIN = 10  # fewest verdicts for a point of the length-bias curve
+
+def _fig_data_uri(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _errbar(ax, y, value, ci, color, label=None, marker="o"):
+    if value is None:
+        return
+    lo, hi = ci if ci else (value, value)
+    # max(): rounding can put a Wilson bound a hair past an estimate of exactly 0 or 1.
+    ax.errorbar([value], [y], xerr=[[max(0.0, value - lo)], [max(0.0, hi - value)]], fmt=marker, color=color, capsize=4, label=label)
+
+
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def _color(i: int) -> str:
+    return _COLORS[i % len(_COLORS)]
+
+
+def figures(report: BiasReport) -> dict[str, str]:
+    """The report's figures as PNG data URIs, keyed by name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False})
+    raters = report.raters
+    names = [r.rater for r in raters]
+    out = {}
+
+    # Position: first-shown win rate, and what happens when the order is swapped.
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.55 * len(raters) + 1.8), gridspec_kw={"wspace": 0.15})
+    for i, r in enumerate(raters):
+        _errbar(ax1, i, r.position.first_rate, r.position.first_rate_ci, _color(i))
+    ax1.axvline(0.5, color="grey", ls="--", lw=1)
+    ax1.set_yticks(range(len(names)), names)
+    ax1.set_ylim(len(names) - 0.5, -0.5)
+    ax1.set_xlabel("P(first-shown response wins | decisive), 95% Wilson CI")
+    ax1.set_title("First-position win rate")
+    parts = ("consistent", "primacy (first twice)", "recency (second twice)", "other inconsistent")
+    colors = ("#4c956c", "#d1495b", "#edae49", "#bbbbbb")
+    labelled = False
+    for i, r in enumerate(raters):
+        p = r.position
+        left = 0.0
+        if not p.n_swapped_pairs:
+            ax2.text(0.01, i, "no pairs seen in both orders", va="center", color="grey")
+            continue
+        for part, count, col in zip(parts, (p.n_consistent, p.n_first_biased, p.n_second_biased, p.n_other_inconsistent), colors):
+            share = count / p.n_swapped_pairs
+            ax2.barh(i, share, left=left, color=col, label=None if labelled else part)
+            left += share
+        labelled = True
+        ax2.text(1.01, i, f"n={p.n_swapped_pairs}", va="center", fontsize=8)
+    ax2.set_yticks(range(len(names)), [""] * len(names))  # same rows as the left panel
+    ax2.set_ylim(len(names) - 0.5, -0.5)
+    ax2.set_xlim(0, 1)
+    ax2.set_xlabel("share of pairs seen in both orders")
+    ax2.set_title("Swapped-order outcome (Zheng et al. 2023, Table 2)")
+    if labelled:
+        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=8, frameon=False)
+    out["position"] = _fig_data_uri(fig)
+
+    # Length: longer-wins curve by relative length difference, and the model coefficient.
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"wspace": 0.45})
+    for i, r in enumerate(raters):
+        # A bin with a handful of verdicts is all interval and no estimate: left off the plot.
+        bins = [b for b in r.length_curve if b.n >= MIN_BIN]
+        xs = [(b.lo + b.hi) / 2 + (i - len(raters) / 2) * 0.008 for b in bins]
+        ys = [b.longer_rate for b in bins]
+        err = [[max(0.0, b.longer_rate - b.ci[0]) for b in bins], [max(0.0, b.ci[1] - b.longer_rate) for b in bins]]
+        ax1.errorbar(xs, ys, yerr=err, fmt="-o", color=_color(i), capsize=3, label=r.rater, ms=4)
+    ax1.axhline(0.5, color="grey", ls="--", lw=1)
+    ax1.set_xlim(0, 1)
+    ax1.set_xlabel("|len A - len B| / (len A + len B)")
+    ax1.set_ylabel("P(longer response wins)")
+    ax1.set_title("Longer-wins rate by length gap (95% CI)")
+    ax1.legend(fontsize=8, frameon=False)
+    for i, r in enumerate(raters):
+        _errbar(ax2, i, r.length.coef, r.length.coef_ci, _color(i))
+        if r.length.coef is None:
+            ax2.text(0.02, i, "not fitted (see the note below)", va="center", color="grey", fontsize=8,
+                     transform=ax2.get_yaxis_transform())
+    ax2.axvline(0, color="grey", ls="--", lw=1)
+    ax2.set_yticks(range(len(names)), names)
+    ax2.set_ylim(len(names) - 0.5, -0.5)
+    ax2.set_xlabel(f"log-odds per SD of length difference ({report.length_sd:.0f} chars)")
+    ax2.set_title("Length coefficient, model strength held fixed")
+    out["length"] = _fig_data_uri(fig)
+
+    # Families: win rate of each family's responses per rater; the rater's own family boxed.
+    matrix = report.family_matrix.reindex(index=names)
+    if not matrix.empty and matrix.shape[1]:
+        fig, ax = plt.subplots(figsize=(1.1 * matrix.shape[1] + 3, 0.5 * len(names) + 1.6))
+        values = matrix.to_numpy(dtype=float)
+        im = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0.2, vmax=0.8, aspect="auto")
+        counts = report.family_counts.reindex(index=names, columns=matrix.columns).fillna(0)
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                if np.isfinite(values[i, j]):
+                    ax.text(j, i, f"{values[i, j]:.2f}\nn={int(counts.iloc[i, j])}", ha="center", va="center", fontsize=7)
+            fam = raters[i].family
+            if fam in matrix.columns:
+                j = list(matrix.columns).index(fam)
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.5, color="black"))
+        ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
+        ax.set_yticks(range(len(names)), names)
+        ax.set_title("Win rate of each family's responses (decisive, cross-family); box = rater's own family")
+        fig.colorbar(im, ax=ax, fraction=0.03)
+        out["families"] = _fig_data_uri(fig)
+
+    # Ratings: every rater's BT ratings with their bootstrap CIs, model by model.
+    rated = [(i, r) for i, r in enumerate(raters) if r.ratings.bt is not None]
+    if rated:
+        models = sorted(set().union(*(set(r.ratings.bt["model"]) for _, r in rated)))
+        order = (
+            rated[0][1].ratings.bt.set_index("model")["rating"].reindex(models).sort_values(ascending=False).index.tolist()
+        )
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(models) * max(1, len(rated) / 2) + 1.5))
+        step = 0.8 / max(1, len(rated))
+        for k, (i, r) in enumerate(rated):
+            t = r.ratings.bt.set_index("model")
+            for m_i, m in enumerate(order):
+                if m not in t.index:
+                    continue
+                row = t.loc[m]
+                y = m_i + (k - (len(rated) - 1) / 2) * step
+                ax.errorbar([row["rating"]], [y], xerr=[[max(0.0, row["rating"] - row["lower"])], [max(0.0, row["upper"] - row["rating"])]],
+                            fmt="o", color=_color(i), capsize=3, label=r.rater if m_i == 0 else None, ms=4)
+        ax.set_yticks(range(len(order)), order)
+        ax.invert_yaxis()
+        ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% bootstrap CI")
+        ax.set_title("Ratings from each rater's votes")
+        ax.legend(fontsize=8, frameon=False, loc="lower right")
+        out["ratings"] = _fig_data_uri(fig)
+    return out

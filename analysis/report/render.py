@@ -1,0 +1,139 @@
+"""report.html and report.md from jinja2 templates, and writing all three files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from analysis.report.build import BiasReport, Ratings
+from analysis.report.figures import figures
+from analysis.report.serialise import report_json
+
+__all__ = ["render_html", "render_markdown", "write_report"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+def _fmt(x, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return f"{x:.{digits}f}"
+
+
+def _fmt_ci(ci, digits: int = 3) -> str:
+    return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _context(report: BiasReport) -> dict:
+    rows = []
+    for r in report.raters:
+        sf = r.self_family
+        rows.append(
+            {
+                "rater": r.rater,
+                "family": r.family or ("people" if r.is_human else "-"),
+                "n": r.n_records,
+                "parse_errors": r.n_parse_errors,
+                "first_rate": _fmt(r.position.first_rate),
+                "first_rate_ci": _fmt_ci(r.position.first_rate_ci),
+                "consistency": _fmt(r.position.consistency),
+                "consistency_ci": _fmt_ci(r.position.consistency_ci),
+                "n_swapped": r.position.n_swapped_pairs,
+                "primacy": r.position.n_first_biased,
+                "recency": r.position.n_second_biased,
+                "other": r.position.n_other_inconsistent,
+                "pf": _fmt(r.position.preference_fairness),
+                "longer_rate": _fmt(r.length.longer_rate),
+                "longer_rate_ci": _fmt_ci(r.length.longer_rate_ci),
+                "coef": _fmt(r.length.coef),
+                "coef_ci": _fmt_ci(r.length.coef_ci),
+                "length_note": r.length.note,
+                "sf_reference": sf.reference if sf else None,
+                "sf_verdicts": sf.verdicts if sf else None,
+                "sf_delta": _fmt(sf.delta) if sf else "-",
+                "sf_ci": _fmt_ci(sf.ci) if sf else "-",
+                "sf_rates": f"{_fmt(sf.rate_same)} vs {_fmt(sf.rate_other)}" if sf and sf.delta is not None else "-",
+                "sf_glm": _fmt(sf.glm_coef) if sf else "-",
+                "sf_glm_ci": _fmt_ci(sf.glm_ci) if sf else "-",
+                "sf_note": sf.note if sf else None,
+                "ag_vs": r.agreement.vs or "-",
+                "ag_s1": _fmt(r.agreement.with_ties),
+                "ag_s1_ci": _fmt_ci(r.agreement.with_ties_ci),
+                "ag_s2": _fmt(r.agreement.without_ties),
+                "ag_s2_ci": _fmt_ci(r.agreement.without_ties_ci),
+                "kappa": _fmt(r.agreement.cohen_kappa),
+                "ag_n": r.agreement.n,
+                "ag_items": r.agreement.n_items,
+                "spearman": _fmt(r.ranking.spearman) if r.ranking else "-",
+                "kendall": _fmt(r.ranking.kendall) if r.ranking else "-",
+                "n_models": r.ranking.n_models if r.ranking else "-",
+                "style": _style_rows(r.ratings),
+                "ratings_note": r.ratings.note,
+            }
+        )
+    references = sorted({r.self_family.reference for r in report.raters if r.self_family and r.self_family.reference})
+    return {
+        "raters": rows,
+        "n_records": report.n_records,
+        "length_sd": f"{report.length_sd:.0f}",
+        "issues": report.issues,
+        "sources": report.sources,
+        "references": references,
+        "lc_table": _lc_table(report),
+    }
+
+
+def _style_rows(ratings: Ratings) -> list[dict]:
+    if ratings.style is None:
+        return []
+    return [
+        {"name": row["name"], "coef": _fmt(row["coef"]), "ci": _fmt_ci((row["lower"], row["upper"]))}
+        for row in ratings.style.to_dict("records")
+    ]
+
+
+def _lc_table(report: BiasReport) -> dict:
+    """Model x rater: BT rating and length-controlled rating, side by side."""
+    raters = [r for r in report.raters if r.ratings.bt is not None]
+    models = sorted(set().union(*(set(r.ratings.bt["model"]) for r in raters))) if raters else []
+    rows = []
+    for m in models:
+        cells = []
+        for r in raters:
+            bt = r.ratings.bt.set_index("model")["rating"].get(m)
+            lc = r.ratings.controlled.set_index("model")["rating"].get(m) if r.ratings.controlled is not None else None
+            cells.append((_fmt(bt, 0), _fmt(lc, 0)))
+        rows.append({"model": m, "cells": cells})
+    return {"raters": [r.rater for r in raters], "rows": rows}
+
+
+def _env():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
+        trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def render_html(report: BiasReport, figs: dict[str, str] | None = None) -> str:
+    figs = figures(report) if figs is None else figs
+    return _env().get_template("report.html.j2").render(figs=figs, **_context(report))
+
+
+def render_markdown(report: BiasReport) -> str:
+    return _env().get_template("report.md.j2").render(**_context(report))
+
+
+def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    paths["json"].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    paths["md"].write_text(render_markdown(report), encoding="utf-8")
+    paths["html"].write_text(render_html(report), encoding="utf-8")
+    return paths

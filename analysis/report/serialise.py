@@ -1,0 +1,98 @@
+"""``report.json``: the report as plain JSON (finite numbers or null, never NaN)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from analysis.report.build import BiasReport
+from analysis.stats import wilson_interval
+
+__all__ = ["report_json"]
+
+def _num(x):
+    if x is None:
+        return None
+    if isinstance(x, (tuple, list)):
+        return [_num(v) for v in x]
+    if isinstance(x, (np.integer, int)) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+def _plain(obj) -> dict:
+    return {k: _num(v) for k, v in asdict(obj).items()}
+
+
+def _frame_records(frame: pd.DataFrame | None):
+    if frame is None:
+        return None
+    return [{k: _num(v) if not isinstance(v, str) else v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def report_json(report: BiasReport) -> dict:
+    """The ``report.json`` document: DESIGN.md's keys first, the details beside them."""
+    judges = {}
+    for r in report.raters:
+        pos, ln, sf, ag = r.position, r.length, r.self_family, r.agreement
+        judges[r.rater] = {
+            "n_records": r.n_records,
+            "n_parse_errors": r.n_parse_errors,
+            "family": r.family,
+            "position": {
+                "first_rate": _num(pos.first_rate),
+                "first_rate_ci": _num(pos.first_rate_ci),
+                "consistency": _num(pos.consistency),
+                "n_swapped_pairs": pos.n_swapped_pairs,
+                "details": _plain(pos),
+            },
+            "length": {
+                "longer_rate": _num(ln.longer_rate),
+                "longer_rate_ci": _num(ln.longer_rate_ci),
+                "coef": _num(ln.coef),
+                "details": _plain(ln),
+                "curve": [_plain(b) for b in r.length_curve],
+            },
+            "self_family": {
+                "delta": _num(sf.delta) if sf else None,
+                "ci": _num(sf.ci) if sf else None,
+                "reference": sf.reference if sf else None,
+                "verdicts": sf.verdicts if sf else None,
+                "details": _plain(sf) if sf else None,
+            },
+            "agreement": {
+                "vs": ag.vs,
+                "with_ties": _num(ag.with_ties),
+                "without_ties": _num(ag.without_ties),
+                "cohen_kappa": _num(ag.cohen_kappa),
+                "n": ag.n,
+                "details": _plain(ag),
+            },
+            "ranking": _plain(r.ranking) if r.ranking else None,
+            "ratings": {
+                "bt": _frame_records(r.ratings.bt),
+                "length_controlled": _frame_records(r.ratings.controlled),
+                "style_coefficients": _frame_records(r.ratings.style),
+                "note": r.ratings.note,
+            },
+        }
+    return {
+        "judges": judges,
+        "n_records": report.n_records,
+        "length_sd_chars": report.length_sd,
+        "family_win_rate": {
+            rater: {
+                fam: {"rate": _num(v), "ci": _num(wilson_interval(round(v * n), n)), "n": n}
+                for fam, v in row.items()
+                if pd.notna(v) and (n := int(report.family_counts.loc[rater, fam]))
+            }
+            for rater, row in report.family_matrix.iterrows()
+        },
+        "issues": list(report.issues),
+        "sources": list(report.sources),
+    }
