@@ -95,6 +95,7 @@ class Record:
     parse_error: str | None = None
     template: str | None = None
     conversation: Any = None
+    strength: int | None = None
     meta: dict = field(default_factory=dict)
     version: int = RECORD_VERSION
     extra: dict = field(default_factory=dict)
@@ -119,6 +120,9 @@ class Record:
             isinstance(self.prob_a, (int, float)) and 0.0 <= self.prob_a <= 1.0
         ):
             raise RecordError(None, None, f"prob_a must be a number in [0, 1], got {self.prob_a!r}")
+        if self.strength is not None and (isinstance(self.strength, bool) or not isinstance(self.strength, int) or self.strength < 0):
+            # A graded verdict: Arena-Hard's A>>B is 2, A>B is 1, A=B is 0.
+            raise RecordError(None, None, f"strength must be a whole number >= 0, got {self.strength!r}")
         if not isinstance(self.meta, dict):
             raise RecordError(None, None, f"meta must be an object, got {type(self.meta).__name__}")
 

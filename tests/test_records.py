@@ -73,3 +73,12 @@ def test_pairs_reader(tmp_path):
     pairs = read_pairs(path, skip_bad=True, errors=errors)
     assert pairs == [Pair(**row, prompt_id="81", extra={"note": "kept"})]
     assert errors[0].line == 2 and "'prompt' must be a string" in errors[0].message
+
+
+def test_strength_is_an_optional_whole_number():
+    base = dict(pair_id="p", prompt="q", model_a="a", model_b="b", response_a="x", response_b="y", winner="model_a", judge="j")
+    assert Record.from_dict({**base, "strength": 2}).to_dict()["strength"] == 2
+    assert "strength" not in Record.from_dict(base).to_dict()
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(RecordError, match="strength"):
+            Record.from_dict({**base, "strength": bad})
