@@ -97,31 +97,38 @@ def _cis(sums: np.ndarray, tot: np.ndarray, n_boot: int, seed: int):
 
 
 def agreement(
-    judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, vs: str | None, n_boot: int = 1000, seed: int = 0
+    judge_rows: pd.DataFrame,
+    reference_rows: pd.DataFrame,
+    vs: str | None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    each_record: bool = False,
 ) -> Agreement:
     """S1/S2 agreement and Cohen's kappa of a judge against a reference rater's votes.
 
     The reference's votes are taken one by one (people); when the reference is another
     judge, pass its rows through :func:`analysis.position.debiased_rows` first so that it,
-    too, has one position-debiased verdict per item.
+    too, has one position-debiased verdict per item. With ``each_record`` every judge
+    record is paired with every reference vote ("as given"), instead of the judge's one
+    position-debiased verdict per item.
     """
-    verdicts = item_verdicts(judge_rows).set_index("pair_id")["canon"]
+    judged = _counts(judge_rows if each_record else item_verdicts(judge_rows))
     ref = _counts(reference_rows)
-    items = ref.index.intersection(verdicts.index)
+    items = ref.index.intersection(judged.index)
     if vs is None or len(items) == 0:
         return Agreement(vs, None, None, None, None, None, 0, 0, 0)
-    v = verdicts.loc[items].to_numpy()
-    c = ref.loc[items].to_numpy(dtype=float)  # columns: first text, second text, tie
-    total = c.sum(axis=1)
-    same = np.select([v == 1, v == -1], [c[:, 0], c[:, 1]], c[:, 2])
-    decisive_judge = v != 0
-    s2_total = np.where(decisive_judge, c[:, 0] + c[:, 1], 0.0)
-    s2_same = np.where(decisive_judge, same, 0.0)
+    j = judged.loc[items].to_numpy(dtype=float)  # columns: first text, second text, tie
+    c = ref.loc[items].to_numpy(dtype=float)
+    n_judge, n_ref = j.sum(axis=1), c.sum(axis=1)
+    # Per item: every (judge verdict, reference vote) combination, equal or not.
+    same = (j * c).sum(axis=1)
+    total = n_judge * n_ref
+    s2_total = (j[:, 0] + j[:, 1]) * (c[:, 0] + c[:, 1])
+    s2_same = j[:, 0] * c[:, 0] + j[:, 1] * c[:, 1]
     sums = np.column_stack([same, total, s2_same, s2_total])
     tot = sums.sum(axis=0)
-    judge_onehot = np.column_stack([v == k for k in _CATS]).astype(float)
-    p_judge = (judge_onehot * total[:, None]).sum(axis=0) / tot[1]
-    p_ref = c.sum(axis=0) / tot[1]
+    p_judge = (j * n_ref[:, None]).sum(axis=0) / tot[1]
+    p_ref = (c * n_judge[:, None]).sum(axis=0) / tot[1]
     s1_ci, s2_ci = _cis(sums, tot, n_boot, seed)
     return Agreement(
         vs=vs,

@@ -26,9 +26,13 @@ family contrasts. Its standard error is cluster-robust by ``pair_id`` (Liang & Z
 pit the judge's family against a third one; a judge whose family has no responses (e.g.
 GPT-3.5 on open models) gets no term but still anchors the family effects.
 
-Assumption: the family effects are shared, so a judge that is much noisier than the
-others (and so agrees less on every clear-cut pair) can still lean its self term a
-little; the judge fixed effect absorbs only its overall agreement.
+Assumption: the family effects are shared, and the judge effect absorbs only a judge's
+overall agreement. A judge much noisier than the others separates strong from weak
+families less sharply, which this model reads partly as a taste against a strong own
+family (in our simulation, a judge 40% less sharp whose family is the strongest got
+-0.46 log-odds with none planted). A per-judge slope on the family contrast was tried
+and overcorrected (+0.38), so the model keeps the terms above; compare a judge's S1/S2
+agreement with the others' before reading a controlled term of a much noisier judge.
 """
 
 from __future__ import annotations
@@ -130,6 +134,31 @@ def _identified(gram: np.ndarray, base: list[int], terms: list[int]) -> list[int
     return [t for t in terms if _rank(gram, base + [u for u in terms if u != t]) < full]
 
 
+def _fit(cols: dict[str, np.ndarray], y: np.ndarray, groups: np.ndarray, candidates: list[str],
+         notes: dict[str, str], judges: Mapping[str, JudgeRows]):
+    """Fit the identified columns; self terms outside the design's span get a note instead."""
+    labels = list(cols)
+    X = np.column_stack([cols[k] for k in labels])
+    gram = X.T @ X
+    is_self = [label.startswith("self:") for label in labels]
+    base = _independent(gram, [i for i, flag in enumerate(is_self) if not flag])
+    keep = base + _identified(gram, base, [i for i, flag in enumerate(is_self) if flag])
+    kept_labels = {labels[i] for i in keep}
+    for n in candidates:
+        if f"self:{n}" not in kept_labels:
+            notes[n] = (f"not identified: no other judge's verdicts separate the {judges[n].family} family's "
+                        "strength from this judge's taste for it (it needs pairs of that family against a third one)")
+    labels = [labels[i] for i in keep]
+    if not any(label.startswith("self:") for label in labels):
+        return None, labels
+    try:
+        return fit_logit(X[:, keep], y, groups), labels
+    except ValueError as exc:
+        for n in candidates:
+            notes.setdefault(n, f"cross-judge fit failed: {exc}")
+        return None, labels
+
+
 def controlled_self_preference(judges: Mapping[str, JudgeRows]) -> dict[str, ControlledSelfPreference]:
     """The self term of every judge from one cross-judge logistic model (module docstring).
 
@@ -179,28 +208,9 @@ def controlled_self_preference(judges: Mapping[str, JudgeRows]) -> dict[str, Con
         else:
             cols[f"self:{n}"] = np.where(judge_col == n, data["self"].to_numpy(), 0.0)
             candidates.append(n)
-    labels = list(cols)
-    X = np.column_stack([cols[k] for k in labels])
-    gram = X.T @ X
-    is_self = [label.startswith("self:") for label in labels]
-    base = _independent(gram, [i for i, flag in enumerate(is_self) if not flag])
-    keep = base + _identified(gram, base, [i for i, flag in enumerate(is_self) if flag])
-    kept_labels = {labels[i] for i in keep}
-    for n in candidates:
-        if f"self:{n}" not in kept_labels:
-            notes[n] = (f"not identified: no other judge's verdicts separate the {judges[n].family} family's "
-                        "strength from this judge's taste for it (it needs pairs of that family against a third one)")
-    X = X[:, keep]
-    labels = [labels[i] for i in keep]
     y = data["y"].to_numpy()
     groups = pd.factorize(data["pair_id"])[0]
-    fit = None
-    if any(label.startswith("self:") for label in labels):
-        try:
-            fit = fit_logit(X, y, groups)
-        except ValueError as exc:
-            for n in candidates:
-                notes.setdefault(n, f"cross-judge fit failed: {exc}")
+    fit, labels = _fit(cols, y, groups, candidates, notes, judges)
     out = {}
     for n in names:
         label = f"self:{n}"

@@ -55,7 +55,7 @@ def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
     assert proc.returncode == 0, proc.stderr
     assert "idx 157" in proc.stderr  # skipped boolean responses are reported on the console too
     data = json.loads((out / "report.json").read_text())
-    assert set(data["judges"]) == {"human", "gpt-3.5-turbo", "pandalm-7b"}
+    assert set(data["judges"]) == {"human", "gpt-3.5-turbo", "pandalm-7b", "panel"}
     shot = tmp_path / "report.png"
     with sync_playwright() as p:
         browser = p.chromium.launch(

@@ -46,7 +46,9 @@ def test_embedded_models_end_to_end(tmp_path, shared_data):
     assert "pairs.jsonl: file: skipped" in proc.stderr
 
     data = json.loads((report_dir / "report.json").read_text())
-    assert set(data["judges"]) == set(JUDGES)  # no humans in this run
+    assert set(data["judges"]) == set(JUDGES) | {"panel"}  # no humans in this run; the panel pools both judges
+    assert data["judges"]["panel"]["panel_members"] == sorted(JUDGES)
+    assert data["judges"]["panel"]["agreement"]["vs"] is None  # no reference outside the panel
     for judge in JUDGES:
         other = next(j for j in JUDGES if j != judge)
         entry = data["judges"][judge]
@@ -59,6 +61,13 @@ def test_embedded_models_end_to_end(tmp_path, shared_data):
         assert "prob_a" in entry["self_family"]["verdicts"]
         details = entry["self_family"]["details"]
         assert entry["self_family"]["delta"] is not None or details["note"]
+        # Timing from the judges.run manifest beside the records (AlpacaEval's seconds per 1,000).
+        manifest = json.loads((tmp_path / f"judge-{judge}.manifest.json").read_text())
+        judged = manifest["counts"]["records_written"] + manifest["counts"]["parse_failures"]
+        assert entry["annotator"]["seconds_per_1000"] == pytest.approx(1000 * manifest["wall_time_s"] / judged)
+        # Two judges of two families, but each family's only pairs are against the other: not identified.
+        controlled = entry["self_family"]["controlled"]
+        assert controlled["coef"] is None and controlled["note"]
     md = (report_dir / "report.md").read_text()
     assert "no human votes on these pairs: each judge is compared with the other judge" in md
     html = (report_dir / "report.html").read_text()

@@ -74,7 +74,7 @@ RATERS = ("human", "gpt-3.5-turbo", "pandalm-7b")
 
 def test_raters_counts_and_reported_problems(raw, report):
     data, _ = report
-    assert set(data["judges"]) == set(RATERS)
+    assert set(data["judges"]) == set(RATERS) | {"panel"}  # the panel pools the two LLM judges
     for rater in RATERS:
         assert data["judges"][rater]["n_records"] == len(raw["votes"][rater])
     assert data["judges"]["gpt-3.5-turbo"]["n_parse_errors"] == raw["garbage"]

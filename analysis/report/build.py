@@ -8,10 +8,15 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from analysis.agreement import Agreement, RankAgreement, agreement, human_baseline, rank_agreement
+from analysis.annotator import AnnotatorCard, RunTiming, annotator_card
+from analysis.leaderboard import LeaderboardAgreement, leaderboard_agreement
 from analysis.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.position import PositionBias, debiased_rows, position_bias
+from analysis.panel import PANEL, panel_records
 from analysis.self_family import SelfFamilyBias, self_family_bias
+from analysis.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
 from analysis.stats import HUMAN_RATER, judgment_table
+from analysis.variants import Variant, best_variants, judge_variants
 from core.models import family_of
 from core.records import Record, is_human
 
@@ -47,6 +52,15 @@ class RaterReport:
     agreement: Agreement
     ranking: RankAgreement | None
     ratings: Ratings
+    # Judging the judge (issue 11): strength-controlled self-preference, the judge's
+    # leaderboard against the reference's, debiasing variants, and its annotator card.
+    reference: str | None = None
+    controlled: ControlledSelfPreference | None = None
+    leaderboard: LeaderboardAgreement | None = None
+    variants: tuple[Variant, ...] = ()
+    best_variant: dict[str, str] | None = None
+    annotator: AnnotatorCard | None = None
+    panel_members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,10 +79,13 @@ class BiasReport:
 
 def _choose_reference(name: str, shared: dict[str, int], families: dict[str, str | None]) -> str | None:
     """Humans when they voted on this rater's pairs; else the judge sharing most pairs,
-    preferring one of another family (a same-family reference would hide the bias)."""
+    preferring one of another family (a same-family reference would hide the bias).
+    The panel is never a reference, and has none but people (its members are in it)."""
     if shared.get(HUMAN_RATER, 0) > 0:
         return HUMAN_RATER
-    candidates = [other for other, n in shared.items() if other not in (name, HUMAN_RATER) and n > 0]
+    if name == PANEL:
+        return None
+    candidates = [other for other, n in shared.items() if other not in (name, HUMAN_RATER, PANEL) and n > 0]
     if not candidates:
         return None
     mine = families.get(name)
@@ -136,16 +153,29 @@ def build_report(
     sources: Sequence[str] = (),
     progress: Callable | None = None,
     failures: dict[str, int] | None = None,
+    panel: bool = True,
+    timings: dict[str, RunTiming] | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``).
 
     ``failures`` counts judge outputs with no verdict that never became records (a
     ``judges.run`` failures file); they are added to the raters' parse-error counts.
+    With ``panel``, two or more LLM judges are also pooled into the virtual judge
+    ``panel`` (:mod:`analysis.panel`). ``timings`` are the judges' run times
+    (:func:`analysis.annotator.read_run_timings`) for their annotator cards.
     """
+
+    def is_person(r: Record) -> bool:
+        return is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
+
+    pooled = panel_records([r for r in records if r.parse_error is None], is_person) if panel else []
+    if pooled and any(r.judge == PANEL for r in records):
+        raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
+    records = [*records, *pooled]
     table, parse_errors = judgment_table(records, human_prefix)
     for judge, count in (failures or {}).items():
         parse_errors[judge] = parse_errors.get(judge, 0) + count
-    sd = length_sd(table)
+    sd = length_sd(table[table["rater"] != PANEL])  # the panel restates its members' texts
     by_rater = {name: rows for name, rows in table.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
@@ -153,8 +183,7 @@ def build_report(
     usable = [r for r in records if r.parse_error is None]
     records_by_rater: dict[str, list[Record]] = {}
     for r in usable:
-        human = is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
-        records_by_rater.setdefault(HUMAN_RATER if human else r.judge, []).append(r)
+        records_by_rater.setdefault(HUMAN_RATER if is_person(r) else r.judge, []).append(r)
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     battle_frames = rating_frames(records_by_rater)
     steps = progress(names, desc="raters") if progress else names
@@ -200,6 +229,8 @@ def build_report(
         for name, rep in reports.items():
             if name != HUMAN_RATER and rep.ratings.bt is not None:
                 reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
+    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled,
+                                timings or {}, n_boot, rating_bootstrap, seed)
     matrix, counts = _family_matrix(table)
     return BiasReport(
         raters=tuple(reports[n] for n in names),
@@ -210,3 +241,50 @@ def build_report(
         issues=tuple(issues),
         sources=tuple(sources),
     )
+
+
+def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled, timings,
+                      n_boot: int, rating_bootstrap: int, seed: int) -> dict[str, RaterReport]:
+    """Add to every rater's report what judges the judge: the strength-controlled
+    self-preference (one fit over all judges), its leaderboard against the reference's,
+    the debiasing variants, and its annotator card."""
+    from analysis.ratings import rate
+
+    def rate_rows(rows: pd.DataFrame) -> pd.DataFrame | None:
+        try:
+            return rate(rows[["model_a", "model_b", "winner"]], "bt", bootstrap=rating_bootstrap, seed=seed).table
+        except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
+            return None
+
+    references, specs = {}, {}
+    for name in reports:
+        if name == HUMAN_RATER:
+            continue
+        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        references[name] = reference = _choose_reference(name, shared, families)
+        if reference is None or name == PANEL:
+            continue
+        rows, ref_rows = by_rater[name], by_rater[reference]
+        specs[name] = (JudgeRows(families[name], rows, ref_rows) if reference == HUMAN_RATER else
+                       JudgeRows(families[name], debiased_rows(rows, calibrate=True),
+                                 debiased_rows(ref_rows, calibrate=True), per_pair=True))
+    controlled = controlled_self_preference(specs) if specs else {}
+    members = tuple(sorted({m for r in pooled for m in r.meta["panel_members"]}))
+    out = {}
+    for name, rep in reports.items():
+        card = annotator_card(battle_frames[name], parse_errors.get(name, 0), timings.get(name))
+        reference = references.get(name)
+        if name == HUMAN_RATER or reference is None:
+            out[name] = replace(rep, annotator=card, reference=reference,
+                                panel_members=members if name == PANEL else ())
+            continue
+        ref_bt = reports[reference].ratings.bt
+        ref_rows = by_rater[reference] if reference == HUMAN_RATER else debiased_rows(by_rater[reference])
+        variants = judge_variants(by_rater[name], ref_rows, reference, rep.ratings.bt, rep.ratings.controlled, ref_bt,
+                                  rate_rows, n_boot=n_boot, seed=seed)
+        out[name] = replace(
+            rep, reference=reference, controlled=controlled.get(name), annotator=card,
+            leaderboard=leaderboard_agreement(rep.ratings.bt, ref_bt), variants=variants,
+            best_variant=best_variants(variants), panel_members=members if name == PANEL else (),
+        )
+    return out

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from analysis.annotator import read_run_timings
 from analysis.importers import import_paths
 from analysis.report.build import build_report
 from analysis.report.render import write_report
@@ -20,7 +21,11 @@ def _parser() -> argparse.ArgumentParser:
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
             "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
             "(equal-opportunity gap against humans, or against another judge when no humans voted), "
-            "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement."
+            "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement; and, judging the judges: "
+            "self-preference with model strength held fixed (one logistic model across judges), each judge's "
+            "leaderboard against the reference's (Arena-Hard-Auto's separability, agreement with confidence, "
+            "pair-rank Brier), debiasing variants, a judge panel pooling every LLM judge, and annotator cards "
+            "(structure preference, parse failures, seconds per 1,000 judgments from judges.run manifests)."
         ),
         epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
     )
@@ -36,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
                    help="bootstrap resamples for Bradley-Terry rating CIs (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
+    p.add_argument("--no-panel", action="store_true",
+                   help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -66,10 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for issue in imported.issues:
         if issue.judge is not None:
             failures[issue.judge] = failures.get(issue.judge, 0) + 1
-    report = build_report(
-        imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-        seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
-    )
+    try:
+        timings = read_run_timings(args.votes)  # judges.run manifests beside the records
+        report = build_report(
+            imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+            seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
+            panel=not args.no_panel, timings=timings,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     paths = write_report(report, args.out)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

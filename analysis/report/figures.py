@@ -154,4 +154,7 @@ def figures(report: BiasReport) -> dict[str, str]:
         ax.set_title("Ratings from each rater's votes")
         ax.legend(fontsize=8, frameon=False, loc="lower right")
         out["ratings"] = _fig_data_uri(fig)
+    from analysis.report.leaderboard_figure import leaderboard_figure
+
+    out.update(leaderboard_figure(report))
     return out

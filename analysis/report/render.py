@@ -10,6 +10,7 @@ import numpy as np
 
 from analysis.report.build import BiasReport, Ratings
 from analysis.report.figures import figures
+from analysis.report.judging import judging_context
 from analysis.report.serialise import report_json
 
 __all__ = ["render_html", "render_markdown", "write_report"]
@@ -84,6 +85,7 @@ def _context(report: BiasReport) -> dict:
         "sources": report.sources,
         "references": references,
         "lc_table": _lc_table(report),
+        **judging_context(report),
     }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.build import BiasReport
+from analysis.report.judging import controlled_json, judging_json
 from analysis.stats import wilson_interval
 
 __all__ = ["report_json"]
@@ -64,6 +65,7 @@ def report_json(report: BiasReport) -> dict:
                 "reference": sf.reference if sf else None,
                 "verdicts": sf.verdicts if sf else None,
                 "details": _plain(sf) if sf else None,
+                "controlled": controlled_json(r),
             },
             "agreement": {
                 "vs": ag.vs,
@@ -80,6 +82,7 @@ def report_json(report: BiasReport) -> dict:
                 "style_coefficients": _frame_records(r.ratings.style),
                 "note": r.ratings.note,
             },
+            **judging_json(r),
         }
     return {
         "judges": judges,
