@@ -13,8 +13,10 @@ one judge's verdict is not a panel's.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
 
 from core.records import Record
 
@@ -30,30 +32,39 @@ def panel_records(records: Sequence[Record], is_person: Callable[[Record], bool]
     ``records`` are usable records (no ``parse_error``); ``is_person`` says which are
     people's votes, left out of the panel.
     """
-    by_pair: dict[str, list[Record]] = {}
-    for r in records:
-        if not is_person(r):
-            by_pair.setdefault(r.pair_id, []).append(r)
-    members_all = {r.judge for rs in by_pair.values() for r in rs}
-    if len(members_all) < 2:
+    llm = [r for r in records if not is_person(r)]
+    judges, judge_names = pd.factorize(pd.Series([r.judge for r in llm], dtype=object))
+    judge_names = np.asarray(judge_names, dtype=object)
+    if len(judge_names) < 2:
         return []
+    pairs, pair_ids = pd.factorize(pd.Series([r.pair_id for r in llm], dtype=object))
+    n = len(pair_ids)
+    _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
+    lead_first = [llm[i].response_a for i in lead]
+    # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
+    orient = np.array([1 if r.response_a == lead_first[p] else -1 for r, p in zip(llm, pairs)], dtype=np.int8)
+    vote = np.array([_CANON[r.winner] for r in llm], dtype=np.int8) * orient
+    counts = np.column_stack([np.bincount(pairs, weights=vote == v, minlength=n) for v in (1, -1, 0)])
+    top = counts.max(axis=1)
+    unique_top = (counts == top[:, None]).sum(axis=1) == 1
+    verdict = np.where(unique_top, np.array([1, -1, 0])[counts.argmax(axis=1)], 0)
+    prob = np.array([np.nan if r.prob_a is None else r.prob_a for r in llm], dtype=float)
+    prob = np.where(orient == 1, prob, 1.0 - prob)
+    has_prob = np.bincount(pairs, weights=~np.isnan(prob), minlength=n)
+    mean_prob = np.bincount(pairs, weights=np.nan_to_num(prob), minlength=n) / np.maximum(has_prob, 1)
+    n_verdicts = np.bincount(pairs, minlength=n)
+    member_pairs = np.unique(pairs.astype(np.int64) * len(judge_names) + judges)
+    n_members = np.bincount(member_pairs // len(judge_names), minlength=n)
+    members = np.split(member_pairs % len(judge_names), np.cumsum(n_members)[:-1])
+    winners = {1: "model_a", -1: "model_b", 0: "tie"}
     out = []
-    for pair_id, rs in by_pair.items():
-        members = sorted({r.judge for r in rs})
-        if len(members) < 2:
-            continue
-        lead = rs[0]
-        # Each verdict in the lead record's frame: +1 its first-shown text won, -1 the other, 0 a tie.
-        votes = Counter(_CANON[r.winner] * (1 if r.response_a == lead.response_a else -1) for r in rs)
-        (top, n_top), *rest = votes.most_common()
-        verdict = 0 if rest and rest[0][1] == n_top else top
-        probs = [r.prob_a if r.response_a == lead.response_a else 1.0 - r.prob_a for r in rs if r.prob_a is not None]
-        prob_a = sum(probs) / len(probs) if len(probs) == len(rs) else None
+    for p in np.flatnonzero(n_members >= 2):
+        r = llm[lead[p]]
         out.append(Record(
-            pair_id=pair_id, prompt=lead.prompt, model_a=lead.model_a, model_b=lead.model_b,
-            response_a=lead.response_a, response_b=lead.response_b,
-            winner={1: "model_a", -1: "model_b", 0: "tie"}[verdict], judge=name, judge_type="llm",
-            family_a=lead.family_a, family_b=lead.family_b, prompt_id=lead.prompt_id, category=lead.category,
-            prob_a=prob_a, meta={"panel_members": members, "n_verdicts": len(rs)},
+            pair_id=r.pair_id, prompt=r.prompt, model_a=r.model_a, model_b=r.model_b,
+            response_a=r.response_a, response_b=r.response_b, winner=winners[int(verdict[p])], judge=name,
+            judge_type="llm", family_a=r.family_a, family_b=r.family_b, prompt_id=r.prompt_id, category=r.category,
+            prob_a=float(np.clip(mean_prob[p], 0.0, 1.0)) if has_prob[p] == n_verdicts[p] else None,
+            meta={"panel_members": sorted(judge_names[members[p]].tolist()), "n_verdicts": int(n_verdicts[p])},
         ))
     return out

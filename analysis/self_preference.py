@@ -177,8 +177,9 @@ def controlled_self_preference(judges: Mapping[str, JudgeRows]) -> dict[str, Con
 
     if data is None:
         return {n: null("no judge record shares a cross-family pair with a decisive reference vote") for n in names}
-    self_rows = {n: int(((data["judge"] == n) & (data["self"] != 0)).sum()) for n in names}
-    self_pairs = {n: int(data.loc[(data["judge"] == n) & (data["self"] != 0), "pair_id"].nunique()) for n in names}
+    with_self = data[data["self"].to_numpy() != 0]
+    self_rows = with_self["judge"].value_counts().reindex(names, fill_value=0).to_dict()
+    self_pairs = with_self.groupby("judge")["pair_id"].nunique().reindex(names, fill_value=0).to_dict()
     families = {judges[n].family for n in in_fit}
     if len(in_fit) < 2 or len(families) < 2:
         note = ("needs two or more judges of different families on the same kind of pairs: with one judge (or one "

@@ -65,6 +65,7 @@ def judge_variants(
     rate_rows: Callable[[pd.DataFrame], pd.DataFrame | None],
     n_boot: int = 1000,
     seed: int = 0,
+    both_orders: Agreement | None = None,
 ) -> tuple[Variant, ...]:
     """The four variants of one judge (module docstring).
 
@@ -72,11 +73,11 @@ def judge_variants(
     as :func:`analysis.agreement.agreement` takes them; ``ratings`` / ``controlled`` the
     judge's BT and style-controlled BT tables, ``reference_ratings`` the reference's BT
     table; ``rate_rows`` fits a BT table (with CIs) to per-pair verdict rows, or None.
+    ``both_orders`` is the judge's usual agreement when already computed (the same numbers).
     """
 
-    def scored(verdicts: pd.DataFrame | None, table: pd.DataFrame | None, each: bool, note=None) -> tuple:
-        agree = None if verdicts is None else agreement(verdicts, reference_rows, vs, n_boot=n_boot, seed=seed,
-                                                        each_record=each)
+    def scored(verdicts: pd.DataFrame, table: pd.DataFrame | None, each: bool, note=None, known=None) -> tuple:
+        agree = known or agreement(verdicts, reference_rows, vs, n_boot=n_boot, seed=seed, each_record=each)
         board = leaderboard_agreement(table, reference_ratings) if reference_ratings is not None else None
         return agree, board, note
 
@@ -84,7 +85,7 @@ def judge_variants(
     same = "every pair was judged in one order only, so this is the records as given" if one_order else None
     out = [Variant("as_given", *scored(rows, ratings, True))]
     debiased = debiased_rows(rows)
-    out.append(Variant("both_orders", *scored(debiased, rate_rows(debiased), False, same)))
+    out.append(Variant("both_orders", *scored(debiased, rate_rows(debiased), False, same, both_orders)))
     if rows["prob_a"].notna().any():
         calibrated = debiased_rows(rows, calibrate=True)
         out.append(Variant("calibrated", *scored(calibrated, rate_rows(calibrated), False, same)))

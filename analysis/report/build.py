@@ -229,8 +229,11 @@ def build_report(
         for name, rep in reports.items():
             if name != HUMAN_RATER and rep.ratings.bt is not None:
                 reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
-    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled,
-                                timings or {}, n_boot, rating_bootstrap, seed)
+    from analysis.ratings.threads import one_blas_thread
+
+    with one_blas_thread():  # small dense fits: BLAS threads only spin (analysis/ratings/threads.py)
+        reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled,
+                                    timings or {}, n_boot, rating_bootstrap, seed)
     matrix, counts = _family_matrix(table)
     return BiasReport(
         raters=tuple(reports[n] for n in names),
@@ -281,7 +284,7 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
         ref_bt = reports[reference].ratings.bt
         ref_rows = by_rater[reference] if reference == HUMAN_RATER else debiased_rows(by_rater[reference])
         variants = judge_variants(by_rater[name], ref_rows, reference, rep.ratings.bt, rep.ratings.controlled, ref_bt,
-                                  rate_rows, n_boot=n_boot, seed=seed)
+                                  rate_rows, n_boot=n_boot, seed=seed, both_orders=rep.agreement)
         out[name] = replace(
             rep, reference=reference, controlled=controlled.get(name), annotator=card,
             leaderboard=leaderboard_agreement(rep.ratings.bt, ref_bt), variants=variants,
