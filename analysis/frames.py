@@ -2,7 +2,7 @@
 
 Columns (always present): ``model_a, model_b, winner, judge, judge_type, pair_id,
 response_a, response_b, category, anony, identity_leak``, plus ``family_a, family_b,
-judge_family, prompt_id, tstamp, parse_error`` where known (missing values are NA).
+judge_family, prompt_id, tstamp, parse_error, strength`` where known (missing values are NA).
 ``anony`` (was the vote cast on anonymous models?) comes from the record or its ``meta``
 and defaults to True; ``identity_leak`` comes from ``meta.identity_leak`` and defaults to
 False.
@@ -38,6 +38,7 @@ COLUMNS = [
     "prompt_id",
     "tstamp",
     "parse_error",
+    "strength",
 ]
 _OPTIONAL_TEXT = ["judge", "judge_type", "pair_id", "response_a", "response_b", "category", "family_a", "family_b",
                   "judge_family", "prompt_id", "parse_error"]
@@ -71,6 +72,7 @@ def records_to_frame(records: Iterable[Record]) -> pd.DataFrame:
             "prompt_id": r.prompt_id,
             "tstamp": r.tstamp,
             "parse_error": r.parse_error,
+            "strength": r.strength,
         }
         for r in records
     ]
@@ -86,6 +88,7 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
         if name not in frame.columns:
             frame[name] = pd.Series(pd.NA, index=frame.index, dtype=object)
     frame["tstamp"] = pd.to_numeric(frame["tstamp"], errors="coerce") if "tstamp" in frame.columns else float("nan")
+    frame["strength"] = pd.to_numeric(frame["strength"], errors="coerce") if "strength" in frame.columns else float("nan")
     frame["anony"] = frame["anony"].fillna(True).astype(bool) if "anony" in frame.columns else True
     if "identity_leak" in frame.columns:
         frame["identity_leak"] = frame["identity_leak"].fillna(False).astype(bool)

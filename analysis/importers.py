@@ -43,7 +43,7 @@ PANDALM_ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 # PandaLM codes: 0 = tie, 1 = response1 (shown first), 2 = response2.
 _PANDALM_VERDICT = {"0": "tie", "1": "model_a", "2": "model_b", "tie": "tie"}
 _FASTCHAT_KEYS = {"model_a", "model_b", "winner", "conversation_a", "conversation_b"}
-_NUMERIC = {"turn": int, "tstamp": float, "prob_a": float}
+_NUMERIC = {"turn": int, "tstamp": float, "prob_a": float, "strength": int}
 
 
 @dataclass(frozen=True)

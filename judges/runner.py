@@ -28,6 +28,7 @@ from judges.verdicts import (
     parse_verdict,
     prob_a_from_scores,
     prob_a_pairwise,
+    strength_from_label,
     winner_from_label,
     winner_from_prob,
     winner_from_scores,
@@ -285,13 +286,15 @@ class _Judge:
         if errors:
             failure = {**fields, "parse_error": "; ".join(errors), "raw_output": raw, "meta": meta}
             return None, {k: v for k, v in failure.items() if v is not None}
+        strength = None
         if absolute:
             score_a, score_b = int(parts[0].label), int(parts[1].label)
             meta["scores"] = [score_a, score_b]
             winner = winner_from_scores(score_a, score_b)
         else:
             winner = winner_from_label(self.template, parts[0].label)
-        return Record(**fields, winner=winner, raw_output=raw, meta=meta), None
+            strength = strength_from_label(self.template, parts[0].label)
+        return Record(**fields, winner=winner, raw_output=raw, meta=meta, strength=strength), None
 
 
 def _labelled(labels: Sequence[str], logprobs: Sequence[float]) -> dict[str, float]:

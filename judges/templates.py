@@ -26,7 +26,10 @@ A user template is a jinja2 file that declares the same things in a leading comm
 Keys: ``verdict`` (required), ``kind`` (``pairwise``, default, or ``absolute``),
 ``tie`` (the label meaning a tie, pairwise only), ``logprob_prefix`` (needed for
 ``--mode logprob``; a JSON string when it must keep trailing spaces), ``system``,
-``rubric`` (the default for ``{{ rubric }}``).
+``rubric`` (the default for ``{{ rubric }}``), ``grades`` (graded verdicts, pairwise
+only: a JSON object from each label the pattern captures to ``[winner label, strength]``,
+e.g. Arena-Hard's ``{"A>>B": ["A", 2], "A>B": ["A", 1], "A=B": ["C", 0], ...}`` with
+``tie: C``; records then carry ``strength``).
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ class JudgeTemplate:
     logprob_prefix: str | None = None
     rubric: str = ""
     source: str = "builtin"
+    # Graded verdicts: captured label -> (winner label A/B/tie, strength), e.g. "A>>B" -> ("A", 2).
+    grades: dict[str, tuple[str, int]] | None = None
     _compiled: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +93,8 @@ class JudgeTemplate:
             raise TemplateError(f"{self.name}: verdict pattern needs a named group (?P<verdict>...)")
         if self.kind == ABSOLUTE and self.tie is not None:
             raise TemplateError(f"{self.name}: an absolute template has no tie label (equal scores are a tie)")
+        if self.grades is not None:
+            self._check_grades()
         try:
             parsed = _ENV.parse(self.user)
         except jinja2.TemplateSyntaxError as exc:
@@ -105,6 +112,19 @@ class JudgeTemplate:
         self._compiled["pattern"] = pattern
         self._compiled["user"] = _ENV.from_string(self.user)
 
+    def _check_grades(self) -> None:
+        if self.kind != PAIRWISE:
+            raise TemplateError(f"{self.name}: only a pairwise template can declare grades")
+        winners = ("A", "B") + ((self.tie,) if self.tie else ())
+        if not isinstance(self.grades, dict) or not self.grades:
+            raise TemplateError(f"{self.name}: grades must map each verdict label to [winner label, strength]")
+        for label, grade in self.grades.items():
+            ok = isinstance(grade, (list, tuple)) and len(grade) == 2 and grade[0] in winners and \
+                isinstance(grade[1], int) and not isinstance(grade[1], bool) and grade[1] >= 0
+            if not ok:
+                raise TemplateError(f"{self.name}: grade {label!r}: expected [one of {', '.join(winners)}, "
+                                    f"a whole number >= 0], got {grade!r}")
+
     @property
     def pattern(self) -> re.Pattern:
         return self._compiled["pattern"]
@@ -114,12 +134,16 @@ class JudgeTemplate:
         """Every verdict label the pattern may capture."""
         if self.kind == ABSOLUTE:
             return SCORES
+        if self.grades:
+            return tuple(self.grades)
         return ("A", "B") + ((self.tie,) if self.tie else ())
 
     @cached_property
     def sha256(self) -> str:
         """Hash of everything that shapes the prompt or the reading of the verdict."""
         spec = {k: getattr(self, k) for k in ("kind", "system", "user", "verdict", "tie", "logprob_prefix", "rubric")}
+        if self.grades:  # only when declared, so the hashes of ungraded templates stay as they were
+            spec["grades"] = {k: list(v) for k, v in self.grades.items()}
         return hashlib.sha256(json.dumps(spec, sort_keys=True).encode("utf-8")).hexdigest()
 
     def scoring_split(self) -> tuple[str, list[str]]:
@@ -151,8 +175,11 @@ class JudgeTemplate:
 
     def describe(self) -> dict:
         """What a manifest records about the template."""
-        return {"name": self.name, "kind": self.kind, "source": self.source, "sha256": self.sha256,
-                "verdict_pattern": self.verdict, "tie": self.tie, "logprob_prefix": self.logprob_prefix}
+        out = {"name": self.name, "kind": self.kind, "source": self.source, "sha256": self.sha256,
+               "verdict_pattern": self.verdict, "tie": self.tie, "logprob_prefix": self.logprob_prefix}
+        if self.grades:
+            out["grades"] = {k: list(v) for k, v in self.grades.items()}
+        return out
 
 
 # --- built-in templates ----------------------------------------------------------------
@@ -258,6 +285,35 @@ MT_BENCH_PAIR = """\
 RESULT_AB = r"\[RESULT\]\s*:?\s*\(?\s*(?:Response\s+)?(?P<verdict>[AB])\b\)?"
 RESULT_SCORE = r"\[RESULT\]\s*:?\s*\(?\s*(?P<verdict>[1-5])\b(?!\.\d)\)?"
 DOUBLE_BRACKET = r"\[\[(?P<verdict>[ABC])\]\]"
+# Arena-Hard-Auto's graded verdicts (Li et al. 2024): A>>B and B>>A are strong, A>B and B>A weak.
+GRADED = r"\[\[(?P<verdict>A>>B|A>B|A=B|B>A|B>>A)\]\]"
+ARENA_HARD_GRADES = {"A>>B": ("A", 2), "A>B": ("A", 1), "A=B": ("C", 0), "B>A": ("B", 1), "B>>A": ("B", 2)}
+
+ARENA_HARD_SYSTEM = (
+    "You are an impartial judge of two AI assistants' answers to the same user prompt. First write your own "
+    "answer to the prompt. Then compare both assistants' answers with yours: point out mistakes and inaccurate "
+    "information, and say how helpful, relevant and concise each one is and what important information it "
+    "leaves out. Do not let the order of the answers or their length sway you. End with your final verdict, "
+    'exactly one of: "[[A>>B]]" (A is significantly better), "[[A>B]]" (A is slightly better), "[[A=B]]" '
+    '(a tie, about the same), "[[B>A]]" (B is slightly better), "[[B>>A]]" (B is significantly better).'
+)
+
+ARENA_HARD_PAIR = """\
+<|User Prompt|>
+{{ instruction }}
+
+{% if reference %}
+<|Reference Answer|>
+{{ reference }}
+
+{% endif %}
+<|The Start of Assistant A's Answer|>
+{{ response_a }}
+<|The End of Assistant A's Answer|>
+
+<|The Start of Assistant B's Answer|>
+{{ response_b }}
+<|The End of Assistant B's Answer|>"""
 
 BUILTIN: dict[str, JudgeTemplate] = {
     t.name: t
@@ -268,10 +324,13 @@ BUILTIN: dict[str, JudgeTemplate] = {
                       logprob_prefix="[RESULT] ", rubric=ABSOLUTE_RUBRIC),
         JudgeTemplate("mt-bench-pair", PAIRWISE, MT_BENCH_PAIR, DOUBLE_BRACKET, system=MT_BENCH_SYSTEM,
                       tie="C", logprob_prefix="[["),
+        # Graded labels span several tokens, so this template is for generate mode only.
+        JudgeTemplate("arena-hard-pair", PAIRWISE, ARENA_HARD_PAIR, GRADED, system=ARENA_HARD_SYSTEM, tie="C",
+                      grades=ARENA_HARD_GRADES),
     )
 }
 
-_KEYS = {"verdict", "kind", "tie", "logprob_prefix", "system", "rubric"}
+_KEYS = {"verdict", "kind", "tie", "logprob_prefix", "system", "rubric", "grades"}
 _HEADER = re.compile(r"\A\s*\{#(?P<body>.*?)#\}\n?", re.DOTALL)
 
 
@@ -292,7 +351,7 @@ def load_template_file(path: str | Path) -> JudgeTemplate:
             raise TemplateError(f"{path}: header line {lineno}: expected 'key: value' with key in "
                                 f"{', '.join(sorted(_KEYS))}, got {line.strip()!r}")
         value = value.strip()
-        if value.startswith('"'):
+        if value.startswith('"') or (key == "grades" and value.startswith("{")):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
@@ -307,6 +366,8 @@ def load_template_file(path: str | Path) -> JudgeTemplate:
             name=path.name, kind=decl.get("kind", PAIRWISE), user=body, verdict=decl["verdict"],
             system=decl.get("system", ""), tie=decl.get("tie"), logprob_prefix=decl.get("logprob_prefix"),
             rubric=decl.get("rubric", ""), source=str(path),
+            grades={k: tuple(v) if isinstance(v, list) else v for k, v in decl["grades"].items()}
+            if isinstance(decl.get("grades"), dict) else decl.get("grades"),
         )
     except TemplateError as exc:
         raise TemplateError(f"{path}: {str(exc).removeprefix(path.name + ': ')}") from None

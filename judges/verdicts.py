@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from judges.templates import JudgeTemplate
 
-__all__ = ["VerdictError", "parse_verdict", "prob_a_from_scores", "prob_a_pairwise", "winner_from_prob",
-           "winner_from_scores", "winner_from_label"]
+__all__ = ["VerdictError", "parse_verdict", "prob_a_from_scores", "prob_a_pairwise", "strength_from_label",
+           "winner_from_prob", "winner_from_scores", "winner_from_label"]
 
 
 class VerdictError(ValueError):
@@ -60,7 +60,9 @@ def parse_verdict(template: JudgeTemplate, output: str, quoted: Sequence[str] = 
 
 
 def winner_from_label(template: JudgeTemplate, label: str) -> str:
-    """A pairwise label as a record winner."""
+    """A pairwise label as a record winner (a graded label by the winner its grade names)."""
+    if template.grades and label in template.grades:
+        label = template.grades[label][0]
     if label == "A":
         return "model_a"
     if label == "B":
@@ -68,6 +70,15 @@ def winner_from_label(template: JudgeTemplate, label: str) -> str:
     if template.tie is not None and label == template.tie:
         return "tie"
     raise VerdictError(f"verdict {label!r} is not one of {', '.join(template.labels)}")
+
+
+def strength_from_label(template: JudgeTemplate, label: str) -> int | None:
+    """The strength of a graded verdict (Arena-Hard's A>>B is 2, A>B is 1, A=B is 0); None when ungraded."""
+    if not template.grades:
+        return None
+    if label not in template.grades:
+        raise VerdictError(f"verdict {label!r} is not one of {', '.join(template.labels)}")
+    return template.grades[label][1]
 
 
 def winner_from_scores(score_a: float, score_b: float) -> str:

@@ -26,7 +26,7 @@ def write(tmp_path, text, name="mine.jinja"):
 
 
 def test_registry_holds_the_three_families():
-    assert set(BUILTIN) == {"prometheus-relative", "prometheus-absolute", "mt-bench-pair"}
+    assert set(BUILTIN) == {"prometheus-relative", "prometheus-absolute", "mt-bench-pair", "arena-hard-pair"}
     assert get_template("mt-bench-pair") is BUILTIN["mt-bench-pair"]
 
 

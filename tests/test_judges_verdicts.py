@@ -29,6 +29,7 @@ MARKERS = {
     "prometheus-absolute": lambda label: st.sampled_from([f"[RESULT] {label}", f"[RESULT] ({label})",
                                                           f"[RESULT]: {label}"]),
     "mt-bench-pair": lambda label: st.just(f"[[{label}]]"),
+    "arena-hard-pair": lambda label: st.just(f"[[{label}]]"),
 }
 
 noise = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--ci", choices=["sandwich", "model", "bootstrap"], help="interval kind (default: sandwich, "
                     "or bootstrap when --bootstrap > 0)")
     bt.add_argument("--l2", type=float, help="ridge penalty on log-strengths, for data without an MLE")
+    bt.add_argument("--weight-strong", type=float, metavar="W", dest="strong_weight",
+                    help="count a graded verdict of strength >= 2 (Arena-Hard's A>>B) W times; Arena-Hard uses 3. "
+                         "The bootstrap needs a whole number W")
     elo = parser.add_argument_group("online Elo (elo, elo-avg)")
     elo.add_argument("--k", type=float, help="K-factor (default 4, as FastChat)")
     elo.add_argument("--permutations", type=int, help="random orders averaged by elo-avg (default 100)")
@@ -88,18 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _options(args: argparse.Namespace) -> dict:
     allowed = {
-        "bt": ("ties", "anchor", "ci", "l2"),
-        "bt-davidson": ("anchor", "ci", "l2"),
+        "bt": ("ties", "anchor", "ci", "l2", "strong_weight"),
+        "bt-davidson": ("anchor", "ci", "l2", "strong_weight"),
         "elo": ("k",),
         "elo-avg": ("k", "permutations"),
     }.get(args.method, ())
     options = {"level": args.level}
-    for name in ("ties", "anchor", "ci", "l2", "k", "permutations"):
+    for name in ("ties", "anchor", "ci", "l2", "k", "permutations", "strong_weight"):
         value = getattr(args, name)
         if value is None:
             continue
         if name not in allowed:
-            raise ValueError(f"--{name} does not apply to --method {args.method}")
+            flag = "weight-strong" if name == "strong_weight" else name
+            raise ValueError(f"--{flag} does not apply to --method {args.method}")
         options[name] = value
     return options
 

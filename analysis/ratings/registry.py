@@ -23,6 +23,10 @@ trueskill      TrueSkill posterior mean                     mu +- z sigma (poste
                                                             bootstrap > 0
 =============  ===========================================  ===============================
 
+Graded verdicts: with ``strong_weight=W`` (bt, bt-davidson) a battle whose ``strength``
+is 2 or more (Arena-Hard's ``A>>B``) counts W times, as Arena-Hard-Auto counts strong
+verdicts 3 times (Li et al. 2024); battles without a strength count once.
+
 Bradley-Terry ratings are centred on 1000 (mean), or pinned with ``anchor=(model, rating)``;
 online Elo starts every model at ``init`` = 1000, and its updates are zero-sum, so its mean
 stays 1000; TrueSkill is centred on 1000. Bootstrap rounds are seeded by ``seed``.
@@ -67,7 +71,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     """Rate the models in ``frame`` with the named method (see the module docstring).
 
     ``bootstrap`` rounds (seeded by ``seed``) give percentile intervals; ``options`` go to
-    the method: ``ties``, ``anchor``, ``l2``, ``ci``, ``level`` (bt); ``k``, ``base``,
+    the method: ``ties``, ``anchor``, ``l2``, ``ci``, ``level``, ``strong_weight`` (bt); ``k``, ``base``,
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
     ``draw_probability`` (trueskill); ``level`` (all).
 
@@ -98,8 +102,20 @@ def _percentiles(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndar
     return np.percentile(samples, tail, axis=0), np.percentile(samples, 100 - tail, axis=0)
 
 
-def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt"):
-    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"])
+def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
+    """Per battle: ``strong_weight`` where ``strength >= 2`` (a strong graded verdict), else 1."""
+    if strong_weight <= 0:
+        raise ValueError(f"strong_weight must be > 0, got {strong_weight}")
+    if "strength" not in frame.columns or frame["strength"].isna().all():
+        raise ValueError("strong_weight needs graded verdicts: no battle carries a strength (e.g. Arena-Hard's A>>B)")
+    strength = pd.to_numeric(frame["strength"], errors="coerce").to_numpy(dtype=float)
+    return np.where(strength >= 2, float(strong_weight), 1.0)
+
+
+def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
+        strong_weight=None):
+    weights = None if strong_weight is None else strength_weights(frame, strong_weight)
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights)
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
     rating = fit.elo(anchor).to_numpy()
