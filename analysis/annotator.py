@@ -89,20 +89,25 @@ def _manifests(path: Path) -> list[Path]:
     return [beside] if beside.is_file() else []
 
 
-def read_run_timings(paths: Iterable[str | os.PathLike]) -> dict[str, RunTiming]:
-    """Judge id -> seconds and judgments of the ``judges.run`` manifests beside ``paths``.
+def read_run_timings(paths: Iterable[str | os.PathLike]) -> tuple[dict[str, RunTiming], list[str]]:
+    """Judge id -> seconds and judgments of the ``judges.run`` manifests beside ``paths``,
+    and a note for each manifest that could not be read.
 
-    A manifest that is not JSON, or lacks the judge id, is an error naming the file; a
-    run that never finished (no ``wall_time_s``) adds nothing.
+    Other manifests (``judges.generate`` writes one beside its pairs) are not timings of a
+    judge and are passed over; a run that never finished (no ``wall_time_s``) adds nothing.
     """
     out: dict[str, RunTiming] = {}
+    notes: list[str] = []
     for path in paths:
         for manifest in _manifests(Path(path)):
             try:
                 body = json.loads(manifest.read_text(encoding="utf-8"))
-                judge = body["judge"]["id"]
-            except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{manifest}: not a judges.run manifest ({exc.__class__.__name__}: {exc})") from None
+            except (OSError, json.JSONDecodeError) as exc:
+                notes.append(f"{manifest}: manifest not read, no timing from it ({exc})")
+                continue
+            judge = (body.get("judge") or {}).get("id") if isinstance(body, dict) else None
+            if not isinstance(judge, str):
+                continue
             seconds, judgments = 0.0, 0
             for run in [*body.get("previous_runs", []), body]:
                 counts = run.get("counts") or {}
@@ -114,4 +119,4 @@ def read_run_timings(paths: Iterable[str | os.PathLike]) -> dict[str, RunTiming]
                 old = out.get(judge)
                 out[judge] = RunTiming(seconds + (old.seconds if old else 0.0), judgments + (old.judgments if old else 0),
                                        (*(old.manifests if old else ()), str(manifest)))
-    return out
+    return out, notes

@@ -73,8 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for issue in imported.issues:
         if issue.judge is not None:
             failures[issue.judge] = failures.get(issue.judge, 0) + 1
+    timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
+    for note in timing_notes:
+        print(f"note: {note}", file=sys.stderr)
     try:
-        timings = read_run_timings(args.votes)  # judges.run manifests beside the records
         report = build_report(
             imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
             seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
