@@ -65,7 +65,7 @@ def test_calibration_beats_both_orders_beats_records_as_given(data):
     assert (best["with_ties"], best["without_ties"]) == ("calibrated", "both_orders")
     assert v["calibrated"]["spearman"] == pytest.approx(1.0)
     lc = v["length_controlled"]
-    assert lc["with_ties"] is None and "not on single verdicts" in lc["note"] and lc["spearman"] is not None
+    assert lc["with_ties"] is None and "not single verdicts" in lc["note"] and lc["spearman"] is not None
 
 
 def test_variant_numbers_equal_their_direct_computation(data):
