@@ -48,6 +48,7 @@ class Variant:
     agreement: Agreement | None
     leaderboard: LeaderboardAgreement | None
     note: str | None = None
+    ratings: pd.DataFrame | None = None  # the variant's BT table (model, rating, lower, upper, ...)
 
     def metric(self, name: str) -> float | None:
         if name in ("with_ties", "without_ties"):
@@ -79,7 +80,7 @@ def judge_variants(
     def scored(verdicts: pd.DataFrame, table: pd.DataFrame | None, each: bool, note=None, known=None) -> tuple:
         agree = known or agreement(verdicts, reference_rows, vs, n_boot=n_boot, seed=seed, each_record=each)
         board = leaderboard_agreement(table, reference_ratings) if reference_ratings is not None else None
-        return agree, board, note
+        return agree, board, note, table
 
     one_order = not rows.groupby("pair_id")["flip"].nunique().gt(1).any()
     same = "every pair was judged in one order only, so this is the records as given" if one_order else None
@@ -93,9 +94,9 @@ def judge_variants(
         out.append(Variant("calibrated", None, None, "the records carry no prob_a"))
     out.append(Variant("length_controlled", None,
                        leaderboard_agreement(controlled, reference_ratings) if reference_ratings is not None else None,
-                       "length control adjusts ratings, not single verdicts: no verdict-level agreement"))
+                       "length control adjusts ratings, not single verdicts: no verdict-level agreement", controlled))
     if reference_ratings is None:
-        out = [Variant(v.name, v.agreement, None, "; ".join(filter(None, [v.note, "no reference ratings"])))
+        out = [Variant(v.name, v.agreement, None, "; ".join(filter(None, [v.note, "no reference ratings"])), v.ratings)
                for v in out]
     return tuple(out)
 

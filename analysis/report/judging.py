@@ -58,6 +58,10 @@ def _variant_json(v) -> dict:
         "separability": _num(lb.separability) if lb else None,
         "agreement_ci": _num(lb.agreement_ci) if lb else None,
         "note": "; ".join(filter(None, [v.note, lb.note if lb else None])) or None,
+        "ratings": None if v.ratings is None else [
+            {"model": m, "rating": _num(r), "lower": _num(lo), "upper": _num(hi)}
+            for m, r, lo, hi in v.ratings[["model", "rating", "lower", "upper"]].itertuples(index=False)
+        ],
     }
 
 

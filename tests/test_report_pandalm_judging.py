@@ -1,0 +1,233 @@
+"""The PandaLM report's "judging the judges" numbers, against computations written here.
+
+As in test_report_pandalm.py, expected values come from the raw JSON (its ``raw`` fixture)
+in plain Python; regressions use statsmodels' formula API on a design built here; the
+leaderboard metrics are recomputed pair by pair from the rating tables report.json holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from test_report_pandalm import raw, report  # noqa: F401 - fixtures
+
+FAMILY = {"bloom-7b": "bloom", "cerebras-gpt-6.7B": "cerebras", "llama-7b": "llama", "opt-7b": "opt",
+          "pythia-6.9b": "pythia"}
+JUDGE_FAMILY = {"gpt-3.5-turbo": "openai", "pandalm-7b": "llama"}
+Z = 1.959963984540054
+
+
+def _picked_model(v):
+    return v["m1"] if v["pick"] == v["first"] else v["m2"]
+
+
+def test_controlled_self_preference(raw, report):
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    judges = report[0]["judges"]
+    humans = defaultdict(list)
+    for h in raw["votes"]["human"]:
+        if h["pick"] is not None and FAMILY[h["m1"]] != FAMILY[h["m2"]]:
+            humans[h["key"]].append(h)
+    rows = []
+    for judge, family in JUDGE_FAMILY.items():
+        for j in raw["votes"][judge]:
+            for h in humans.get(j["key"], []):
+                pick = _picked_model(h)
+                other = h["m2"] if pick == h["m1"] else h["m1"]
+                fam_r, fam_o = FAMILY[pick], FAMILY[other]
+                rows.append({"judge": judge, "key": j["key"], "y": float(j["pick"] == h["pick"]), "fam_r": fam_r,
+                             "fam_o": fam_o, "first": float(j["first"] == h["pick"]),
+                             "self_panda": float(judge == "pandalm-7b") * ((fam_r == "llama") - (fam_o == "llama"))})
+    frame = pd.DataFrame(rows)
+    fit = smf.logit("y ~ 0 + C(judge) + C(fam_r) + C(fam_o) + C(judge):first + self_panda", frame).fit(
+        disp=False, cov_type="cluster", cov_kwds={"groups": pd.factorize(frame["key"])[0]})
+    got = judges["pandalm-7b"]["self_family"]["controlled"]
+    assert got["coef"] == pytest.approx(fit.params["self_panda"], abs=1e-6)
+    assert got["ci"] == pytest.approx(list(fit.conf_int().loc["self_panda"]), abs=1e-5)
+    assert got["p"] == pytest.approx(fit.pvalues["self_panda"], rel=1e-4)
+    assert (got["n_rows"], got["n_judges"]) == (len(frame), 2)
+    # Strength held fixed, PandaLM-7B (a LLaMA fine-tune) favours LLaMA-7B less than GPT-3.5 and people do,
+    # where the raw gap reads as a (non-significant) preference for it.
+    assert got["ci"][1] < 0 < judges["pandalm-7b"]["self_family"]["delta"]
+    gpt = judges["gpt-3.5-turbo"]["self_family"]["controlled"]
+    assert gpt["coef"] is None and "openai" in gpt["note"]
+    assert judges["human"]["self_family"]["controlled"] is None
+
+
+def _twin(judge_rows, ref_rows):
+    """Separability, agreement with confidence, Brier and rank correlations, pair by pair."""
+    from scipy.stats import kendalltau, spearmanr
+
+    j = {r["model"]: (r["rating"], r["lower"], r["upper"]) for r in judge_rows}
+    r = {x["model"]: (x["rating"], x["lower"], x["upper"]) for x in ref_rows}
+    models = sorted(set(j) & set(r))
+
+    def overlap(x, y):
+        return min(x[2], y[2]) - max(x[1], y[1]) > 0
+
+    sep, agree, brier = [], [], []
+    for a, b in itertools.combinations(models, 2):
+        sep.append(not overlap(j[a], j[b]))
+        if not overlap(r[a], r[b]):
+            agree.append(0.5 if overlap(j[a], j[b]) else float((j[a][0] < j[b][0]) == (r[a][0] < r[b][0])))
+        sd = math.sqrt(((j[a][2] - j[a][1]) / (2 * Z)) ** 2 + ((j[b][2] - j[b][1]) / (2 * Z)) ** 2)
+        p = 0.5 * (1 + math.erf((j[b][0] - j[a][0]) / sd / math.sqrt(2)))
+        brier.append((p - float(r[a][0] < r[b][0])) ** 2)
+    xs, ys = [j[m][0] for m in models], [r[m][0] for m in models]
+    return {"n_models": len(models), "separability": sum(sep) / len(sep), "brier": sum(brier) / len(brier),
+            "agreement_ci": sum(agree) / len(agree) if agree else None,
+            "spearman": spearmanr(xs, ys).statistic, "kendall": kendalltau(xs, ys).statistic}
+
+
+@pytest.mark.parametrize("judge", ["gpt-3.5-turbo", "pandalm-7b", "panel"])
+def test_leaderboard_meta_metrics(report, judge):
+    judges = report[0]["judges"]
+    got = judges[judge]["leaderboard"]
+    want = _twin(judges[judge]["ratings"]["bt"], judges["human"]["ratings"]["bt"])
+    assert got["vs"] == "human" and got["n_models"] == want["n_models"] == 5
+    for key in ("separability", "agreement_ci", "brier", "spearman", "kendall"):
+        assert got[key] == pytest.approx(want[key], abs=1e-12), key
+
+
+def _category(key, pick):
+    return 0 if pick is None else (1 if pick == key[1] else -1)
+
+
+def _s1_s2(pairs):
+    s2 = [(a, b) for a, b in pairs if a and b]
+    return sum(a == b for a, b in pairs) / len(pairs), sum(a == b for a, b in s2) / len(s2)
+
+
+def _mm_bt(verdicts):
+    """Bradley-Terry by MM (Hunter 2004) on (model a, model b, winner or None) triples, Elo scale."""
+    models = sorted({m for a, b, _ in verdicts for m in (a, b)})
+    wins = defaultdict(float)
+    for a, b, w in verdicts:
+        if w is None:
+            wins[(a, b)] += 0.5
+            wins[(b, a)] += 0.5
+        else:
+            wins[(w, b if w == a else a)] += 1.0
+    p = {m: 1.0 for m in models}
+    for _ in range(3000):
+        new = {i: sum(wins[(i, k)] for k in models if k != i)
+               / sum((wins[(i, k)] + wins[(k, i)]) / (p[i] + p[k]) for k in models if k != i) for i in models}
+        total = sum(new.values())
+        p = {m: x / total for m, x in new.items()}
+    logs = {m: math.log10(x) for m, x in p.items()}
+    mean = sum(logs.values()) / len(logs)
+    return {m: 1000 + 400 * (v - mean) for m, v in logs.items()}
+
+
+@pytest.mark.parametrize("judge", ["gpt-3.5-turbo", "pandalm-7b"])
+def test_variants(raw, report, judge):
+    entry = report[0]["judges"][judge]
+    v = entry["variants"]
+    by_key = defaultdict(list)
+    for h in raw["votes"]["human"]:
+        by_key[h["key"]].append(h)
+    # As given: every judge record against every human vote on its pair.
+    pairs = [(_category(j["key"], j["pick"]), _category(h["key"], h["pick"]))
+             for j in raw["votes"][judge] for h in by_key[j["key"]]]
+    s1, s2 = _s1_s2(pairs)
+    assert (v["as_given"]["with_ties"], v["as_given"]["without_ties"]) == (pytest.approx(s1), pytest.approx(s2))
+    assert v["as_given"]["n"] == len(pairs)
+    # Both orders: the judge's one unanimous verdict per pair, as in the agreement section.
+    assert v["both_orders"]["with_ties"] == pytest.approx(entry["agreement"]["with_ties"])
+    assert v["both_orders"]["without_ties"] == pytest.approx(entry["agreement"]["without_ties"])
+    picks = defaultdict(set)
+    lead = {}  # a repeated item is rated with its first record's model names
+    for j in raw["votes"][judge]:
+        picks[j["key"]].add(j["pick"])  # the winning text, or None for a tie
+        lead.setdefault(j["key"], j)
+    verdicts = []
+    for k, p in picks.items():
+        text = next(iter(p)) if len(p) == 1 else None
+        first = lead[k]
+        verdicts.append((first["m1"], first["m2"],
+                         None if text is None else (first["m1"] if text == first["first"] else first["m2"])))
+    points = _mm_bt(verdicts)
+    table = {r["model"]: r["rating"] for r in v["both_orders"]["ratings"]}
+    assert table == pytest.approx(points, abs=0.05)
+    human_bt = report[0]["judges"]["human"]["ratings"]["bt"]
+    for name in ("as_given", "both_orders", "length_controlled"):
+        want = _twin(v[name]["ratings"], human_bt)
+        assert v[name]["spearman"] == pytest.approx(want["spearman"], abs=1e-12), name
+        assert v[name]["brier"] == pytest.approx(want["brier"], abs=1e-12), name
+    assert v["length_controlled"]["ratings"] == entry["ratings"]["length_controlled"] or all(
+        a["model"] == b["model"] and a["rating"] == pytest.approx(b["rating"])
+        for a, b in zip(v["length_controlled"]["ratings"], entry["ratings"]["length_controlled"]))
+    assert v["calibrated"]["with_ties"] is None and v["calibrated"]["note"] == "the records carry no prob_a"
+    assert v["length_controlled"]["with_ties"] is None
+    assert set(entry["best_variant"]) >= {"with_ties", "without_ties", "brier"}
+
+
+def test_panel(raw, report):
+    judges = report[0]["judges"]
+    panel = judges["panel"]
+    votes = defaultdict(list)
+    for judge in JUDGE_FAMILY:
+        for j in raw["votes"][judge]:
+            votes[j["key"]].append((judge, _category(j["key"], j["pick"])))
+    verdict = {}
+    for key, vs in votes.items():
+        if len({judge for judge, _ in vs}) < 2:
+            continue
+        (top, n), *rest = Counter(c for _, c in vs).most_common()
+        verdict[key] = 0 if rest and rest[0][1] == n else top
+    assert panel["n_records"] == len(verdict) and panel["panel_members"] == sorted(JUDGE_FAMILY)
+    pairs = [(verdict[h["key"]], _category(h["key"], h["pick"])) for h in raw["votes"]["human"] if h["key"] in verdict]
+    s1, s2 = _s1_s2(pairs)
+    assert panel["agreement"]["with_ties"] == pytest.approx(s1) and panel["agreement"]["without_ties"] == pytest.approx(s2)
+    assert panel["agreement"]["n"] == len(pairs)
+    # The panel's leaderboard: BT on its verdicts, checked against MM.
+    first = {}  # the first LLM record on each pair (records are read GPT-3.5 first) gives the panel's models
+    for j in raw["votes"]["gpt-3.5-turbo"] + raw["votes"]["pandalm-7b"]:
+        first.setdefault(j["key"], j)
+    triples = [(first[k]["m1"], first[k]["m2"],
+                None if c == 0 else (first[k]["m1"] if (c == 1) == (first[k]["first"] == k[1]) else first[k]["m2"]))
+               for k, c in verdict.items()]
+    assert {r["model"]: r["rating"] for r in panel["ratings"]["bt"]} == pytest.approx(_mm_bt(triples), abs=0.05)
+
+
+_CODE = re.compile(r"```.*?```", re.DOTALL)
+_MARKUP = [re.compile(r"^#{1,6}\s", re.M), re.compile(r"^\s*(?:\d+\.|[-*+])\s", re.M),
+           re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")]
+
+
+def _structure(text):
+    prose = _CODE.sub("", text)
+    return sum(len(p.findall(prose)) for p in _MARKUP)
+
+
+@pytest.mark.parametrize("rater", ["human", "gpt-3.5-turbo", "pandalm-7b"])
+def test_annotator_cards(raw, report, rater):
+    card = report[0]["judges"][rater]["annotator"]
+    used = [v for v in raw["votes"][rater] if v["pick"] is not None and _structure(v["first"]) != _structure(v["second"])]
+    won = sum(v["pick"] == max(v["first"], v["second"], key=_structure) for v in used)
+    assert card["n_structure"] == len(used)
+    assert card["prefers_structure"] == pytest.approx(won / len(used), abs=1e-12)
+    failures = raw["garbage"] if rater == "gpt-3.5-turbo" else 0
+    outputs = len(raw["votes"][rater]) + failures
+    assert card["n_outputs"] == outputs and card["parse_failure_rate"] == pytest.approx(failures / outputs)
+    assert card["seconds_per_1000"] is None and "no judges.run manifest" in card["note"]
+
+
+def test_new_sections_are_rendered(report):
+    _, out = report
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    for text in ("Self-preference with model strength held fixed", "agreement with confidence", "Annotator cards",
+                 "Judge panel", "| pandalm-7b | as_given |"):
+        assert text in md, text
+    for anchor in ('id="self-preference"', 'id="leaderboards"', 'id="variants"', 'id="panel"', 'id="annotators"',
+                   'alt="judge vs reference ratings"'):
+        assert anchor in html, anchor
+    assert np.isfinite(float(re.search(r"\| pandalm-7b \| llama \| human \| [-0-9.]+ \[[^]]+\] \| \*\*(-?[0-9.]+)\*\*",
+                                       md).group(1)))
