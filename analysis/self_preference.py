@@ -27,12 +27,14 @@ pit the judge's family against a third one; a judge whose family has no response
 GPT-3.5 on open models) gets no term but still anchors the family effects.
 
 Assumption: the family effects are shared, and the judge effect absorbs only a judge's
-overall agreement. A judge much noisier than the others separates strong from weak
-families less sharply, which this model reads partly as a taste against a strong own
-family (in our simulation, a judge 40% less sharp whose family is the strongest got
--0.46 log-odds with none planted). A per-judge slope on the family contrast was tried
-and overcorrected (+0.38), so the model keeps the terms above; compare a judge's S1/S2
-agreement with the others' before reading a controlled term of a much noisier judge.
+overall agreement, so the judges must read strength alike. A judge much noisier than the
+others separates strong from weak families less sharply, which this model reads partly
+as a taste against a strong own family (in our simulation, a judge 40% less sharp whose
+family is the strongest got -0.46 log-odds with none planted); a judge whose agreement
+does not depend on the responses at all (one that copies the reference at a fixed rate)
+reads the same way. A per-judge slope on the family contrast was tried and overcorrected
+(+0.38), so the model keeps the terms above; compare a judge's S1/S2 agreement and
+leaderboard with the others' before reading the controlled term of an outlying judge.
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ def test_report_json_carries_the_planted_effects(simulated):
     records, _, _ = simulated
     data = report_json(build_report(records, n_boot=200, rating_bootstrap=10))
     judges = data["judges"]
-    assert set(judges) == {"human", "fair-judge", "first-judge", "long-judge", "llama-judge", "fair-llama-judge"}
+    assert set(judges) == {"human", "fair-judge", "first-judge", "long-judge", "llama-judge", "fair-llama-judge", "panel"}
     assert _covers(judges["first-judge"]["position"]["first_rate_ci"], P_FIRST)
     # The report scales length by the SD of all length differences, not by LEN_SD.
     assert _covers(judges["long-judge"]["length"]["details"]["coef_ci"], BETA * data["length_sd_chars"] / LEN_SD)

@@ -21,7 +21,8 @@ READ_WHICH = (
     "response it is usually right and every judge agrees, when it picks a weak one's it is often noise. The "
     "controlled term holds each family's strength (and agreeableness) fixed with family effects shared by all "
     "judges, and compares the judge with the other judges on the same families; it needs two or more judges of "
-    "different families."
+    "different families, and assumes they read strength alike: a judge much noisier than the others (see its "
+    "agreement and leaderboard) can show a negative term for a strong own family."
 )
 
 
