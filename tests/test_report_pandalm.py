@@ -325,31 +325,33 @@ def test_self_family(raw, report):
     assert got["ci"] == pytest.approx(expected, abs=0.02)
 
 
+def mm_bradley_terry(battles):
+    """Bradley-Terry strengths (summing to 1) by MM (Hunter 2004) from (model a, model b, winner or None) triples;
+    a tie (None) is half a win each."""
+    models = sorted({m for a, b, _ in battles for m in (a, b)})
+    wins = defaultdict(float)
+    for a, b, w in battles:
+        if w is None:
+            wins[(a, b)] += 0.5
+            wins[(b, a)] += 0.5
+        else:
+            wins[(w, b if w == a else a)] += 1.0
+    p = {m: 1.0 for m in models}
+    for _ in range(3000):
+        new = {i: sum(wins[(i, j)] for j in models if j != i)
+               / sum((wins[(i, j)] + wins[(j, i)]) / (p[i] + p[j]) for j in models if j != i) for i in models}
+        total = sum(new.values())
+        p = {m: x / total for m, x in new.items()}
+    return p
+
+
 def test_ratings_and_rank_agreement_match_an_independent_bradley_terry(raw, report):
     """BT point ratings, and Spearman/Kendall between human and judge ratings, with BT fitted here by MM (Hunter 2004)."""
     from scipy.stats import kendalltau, spearmanr
 
     def bt(votes):
-        models = sorted({v["m1"] for v in votes} | {v["m2"] for v in votes})
-        wins = defaultdict(float)
-        for v in votes:
-            a, b = v["m1"], v["m2"]
-            w = {v["first"]: a, v["second"]: b}.get(v["pick"])
-            if w is None:  # a tie is half a win each
-                wins[(a, b)] += 0.5
-                wins[(b, a)] += 0.5
-            else:
-                wins[(w, b if w == a else a)] += 1.0
-        p = {m: 1.0 for m in models}
-        for _ in range(3000):
-            new = {}
-            for i in models:
-                num = sum(wins[(i, j)] for j in models if j != i)
-                den = sum((wins[(i, j)] + wins[(j, i)]) / (p[i] + p[j]) for j in models if j != i)
-                new[i] = num / den
-            total = sum(new.values())
-            p = {m: x / total for m, x in new.items()}
-        return p
+        return mm_bradley_terry([(v["m1"], v["m2"], {v["first"]: v["m1"], v["second"]: v["m2"]}.get(v["pick"]))
+                                 for v in votes])
 
     def elo(p):  # mean 1000, 400 points per factor 10 in the odds
         logs = {m: math.log10(x) for m, x in p.items()}

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-from test_report_pandalm import raw, report  # noqa: F401 - fixtures
+from test_report_pandalm import mm_bradley_terry, raw, report  # noqa: F401 - fixtures
 
 FAMILY = {"bloom-7b": "bloom", "cerebras-gpt-6.7B": "cerebras", "llama-7b": "llama", "opt-7b": "opt",
           "pythia-6.9b": "pythia"}
@@ -106,22 +106,8 @@ def _s1_s2(pairs):
 
 
 def _mm_bt(verdicts):
-    """Bradley-Terry by MM (Hunter 2004) on (model a, model b, winner or None) triples, Elo scale."""
-    models = sorted({m for a, b, _ in verdicts for m in (a, b)})
-    wins = defaultdict(float)
-    for a, b, w in verdicts:
-        if w is None:
-            wins[(a, b)] += 0.5
-            wins[(b, a)] += 0.5
-        else:
-            wins[(w, b if w == a else a)] += 1.0
-    p = {m: 1.0 for m in models}
-    for _ in range(3000):
-        new = {i: sum(wins[(i, k)] for k in models if k != i)
-               / sum((wins[(i, k)] + wins[(k, i)]) / (p[i] + p[k]) for k in models if k != i) for i in models}
-        total = sum(new.values())
-        p = {m: x / total for m, x in new.items()}
-    logs = {m: math.log10(x) for m, x in p.items()}
+    """Bradley-Terry by MM on (model a, model b, winner or None) triples, on the Elo scale (mean 1000)."""
+    logs = {m: math.log10(x) for m, x in mm_bradley_terry(verdicts).items()}
     mean = sum(logs.values()) / len(logs)
     return {m: 1000 + 400 * (v - mean) for m, v in logs.items()}
 
