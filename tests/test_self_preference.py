@@ -154,3 +154,17 @@ def test_two_families_only_cannot_separate_taste_from_strength():
     specs, _ = _specs(records, judges=keep)
     got = controlled_self_preference(specs)
     assert all(c.coef is None and c.note.startswith("not identified") for c in got.values())
+
+
+def test_without_people_each_judge_is_held_against_another_judge_in_the_report():
+    """No human votes: each judge's rows pair its calibrated per-pair verdicts with its reference judge's."""
+    from analysis.report import build_report, report_json
+
+    records = [r for r in simulate(seed=11, n_pairs=1500) if r.judge != "human:h"]
+    judges = report_json(build_report(records, n_boot=100, rating_bootstrap=10, panel=False))["judges"]
+    assert judges["judge-strong"]["self_family"]["delta"] > 0.4 and judges["judge-weak"]["self_family"]["delta"] < -0.3
+    for name, entry in judges.items():
+        c = entry["self_family"]["controlled"]
+        assert set(c) >= {"coef", "ci", "p", "n_rows", "n_judges"}
+        assert c["reference"] not in (None, "human", name) and c["n_judges"] == 4
+        assert _covers(c["ci"], 0.0), (name, c)
