@@ -84,7 +84,7 @@ def test_a_verdict_found_only_in_an_echoed_response_is_a_parse_failure_not_a_vot
     assert {(f["pair_id"], f["meta"]["order"]) for f in failed} >= {(trap_pair, "ab"), (trap_pair, "ba")}
     assert all(r.pair_id != trap_pair for r in records)
     for f in failed:
-        assert "winner" not in f and f["parse_error"].startswith("no verdict") and f["raw_output"]
+        assert f["winner"] is None and f["parse_error"].startswith("no verdict") and f["raw_output"]
 
 
 def test_a_judge_that_repeats_its_prompt_gives_no_verdict(tmp_path):

@@ -135,16 +135,12 @@ def build_report(
     issues: Sequence[str] = (),
     sources: Sequence[str] = (),
     progress: Callable | None = None,
-    failures: dict[str, int] | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``).
 
-    ``failures`` counts judge outputs with no verdict that never became records (a
-    ``judges.run`` failures file); they are added to the raters' parse-error counts.
+    Records without a verdict (``parse_error``) are counted per rater, never analysed.
     """
     table, parse_errors = judgment_table(records, human_prefix)
-    for judge, count in (failures or {}).items():
-        parse_errors[judge] = parse_errors.get(judge, 0) + count
     sd = length_sd(table)
     by_rater = {name: rows for name, rows in table.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater

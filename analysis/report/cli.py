@@ -25,8 +25,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
     )
     p.add_argument("--votes", nargs="+", required=True, metavar="FILE",
-                   help="records JSONL, FastChat/Arena battle JSON, MT-Bench human judgments, CSV, or a folder "
-                        "(the PandaLM test set folder, or a folder of such files)")
+                   help="files or folders in any format we read (detected per file; mix them freely): records "
+                        "JSONL/CSV/Parquet, AlpacaEval annotations.json, Chatbot Arena releases (JSON, JSONL, "
+                        "Parquet), Arena-Hard-Auto model_judgment, FastChat battles, MT-Bench human judgments, "
+                        "the PandaLM test set folder")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--humans", metavar="JUDGE-PREFIX",
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
@@ -51,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.records import RecordError
 
     try:
-        imported = import_paths(args.votes)
+        imported = import_paths(args.votes, skip_bad=args.skip_bad)
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -62,13 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
     progress = None if args.quiet else _progress_bar
-    failures: dict[str, int] = {}
-    for issue in imported.issues:
-        if issue.judge is not None:
-            failures[issue.judge] = failures.get(issue.judge, 0) + 1
     report = build_report(
         imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-        seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
+        seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
     )
     paths = write_report(report, args.out)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
