@@ -143,10 +143,12 @@ def test_judges_run_folder_pairs_and_failures(tmp_path):
     write_records(tmp_path / "judge-j1.failures.jsonl", [{**pair, "judge": "j1", "parse_error": "no [[A]] or [[B]]", "raw_output": "hmm"}])
     (tmp_path / "judge-j1.manifest.json").write_text("{}")
     result = import_paths([tmp_path])
-    assert len(result.records) == 12 and {r.winner for r in result.records} == {"model_a"}
+    assert len(result.records) == 13
     assert any(i.path.endswith("pairs.jsonl") and "skipped" in i.message for i in result.issues)
-    (failure,) = [i for i in result.issues if i.judge]
-    assert failure.judge == "j1" and "no [[A]]" in failure.message
+    # An old failures line (no winner key) reads as a record without a verdict, never given one.
+    (failure,) = [r for r in result.records if r.parse_error]
+    assert failure.judge == "j1" and failure.winner is None and "no [[A]]" in failure.parse_error
+    assert {r.winner for r in result.records if not r.parse_error} == {"model_a"}
     assert main(["--votes", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet", "--rating-bootstrap", "0"]) == 0
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["judges"]["j1"]["n_records"] == 12 and data["judges"]["j1"]["n_parse_errors"] == 1

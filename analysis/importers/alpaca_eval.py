@@ -11,6 +11,7 @@ record without a verdict (``parse_error``), never as a tie.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 from core.records import Record, make_pair_id
@@ -66,6 +67,8 @@ def convert(row: dict) -> list[Record]:
             family_a=family(model_a),
             family_b=family(model_b),
             judge_family=family(judge),
+            # AlpacaEval's instructions have no id; the text identifies one across models' files.
+            prompt_id=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
             prob_a=prob_a,
             parse_error=parse_error,
             raw_output=None if row.get("raw_completion") is None else str(row["raw_completion"]),

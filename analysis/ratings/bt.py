@@ -19,11 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse.csgraph
-from scipy.stats import norm
-
 from .counts import PairCounts, aggregate
 from .likelihoods import LIKELIHOODS, PairLikelihood
+from .table import z_two_sided
 from .threads import one_blas_thread
 
 __all__ = ["BTResult", "CENTRE", "ELO_SCALE", "bradley_terry", "fit_counts", "newton", "to_elo_matrix"]
@@ -82,7 +80,7 @@ class BTResult:
         m = self.counts.n_models
         transform = to_elo_matrix(self.counts.models, anchor)
         cov = transform @ self.covariance(kind)[:m, :m] @ transform.T
-        z = float(norm.ppf(0.5 + level / 2))
+        z = z_two_sided(level)
         half = z * np.sqrt(np.clip(np.diag(cov), 0, None))
         centre = self.elo(anchor).to_numpy()
         return centre - half, centre + half
@@ -120,9 +118,26 @@ def _regularised_inverse(information: np.ndarray, counts: PairCounts, l2: float)
     return np.linalg.inv(lifted) - np.outer(u, u) / (m * (m + l2))
 
 
+def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
+    """Connected components of the comparison graph: (count, label per model).
+
+    Reachability by repeated squaring of the m x m adjacency (m is the number of models,
+    small), so the fit needs no scipy.sparse import (a quarter second at start-up).
+    """
+    m = counts.n_models
+    reach = np.eye(m, dtype=bool)
+    reach[counts.i, counts.j] = reach[counts.j, counts.i] = True
+    while True:
+        wider = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
+        if (wider == reach).all():
+            break
+        reach = wider
+    _, labels = np.unique(reach.argmax(axis=1), return_inverse=True)
+    return int(labels.max()) + 1 if m else 0, labels
+
+
 def _check_connected(counts: PairCounts) -> None:
-    graph = scipy.sparse.coo_matrix((np.ones(len(counts.i)), (counts.i, counts.j)), shape=(counts.n_models,) * 2)
-    n_parts, labels = scipy.sparse.csgraph.connected_components(graph, directed=False)
+    n_parts, labels = _components(counts)
     if n_parts > 1:
         groups = [list(counts.models[labels == k][:3]) for k in range(min(n_parts, 3))]
         raise ValueError(

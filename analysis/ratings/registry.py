@@ -34,14 +34,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
 from .elo import online_elo, random_orders
 from .style import fit_style_bt, frame_covariates
-from .table import RatingTable, make_table
+from .table import RatingTable, make_table, z_two_sided
 from .trueskill_ratings import run_trueskill, to_elo_factor
 
 __all__ = ["METHODS", "rate", "register"]
@@ -218,7 +217,7 @@ def _trueskill(
         lower, upper = _percentiles(samples, level)
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}"
     else:
-        half = float(norm.ppf(0.5 + level / 2)) * factor * sds
+        half = z_two_sided(level) * factor * sds
         lower, upper = rating - half, rating + half
         interval = f"posterior mu +- z sigma {level:.0%} (tau={tau})"
     return make_table("trueskill", models, rating, lower, upper, _battles_per_model(frame, models), interval=interval)
@@ -247,7 +246,7 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95):
     else:
         se = np.sqrt(np.clip(np.diag(fit.covariance), 0, None))
         se[:m] *= ELO_SCALE
-        half = float(norm.ppf(0.5 + level / 2)) * se
+        half = z_two_sided(level) * se
         lower, upper = point - half, point + half
         interval = f"sandwich (HC0) Wald {level:.0%}"
     coefficients = pd.DataFrame(
