@@ -69,6 +69,9 @@ def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fals
         issues.extend(iss)
         yield from recs
         return
+    if path.suffix not in SUFFIXES:
+        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}); "
+                          "the formats read are:\n" + describe_formats())
     fmt = None
     for row in iter_rows(path):
         try:

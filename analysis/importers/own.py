@@ -17,7 +17,7 @@ def matches(row: dict) -> bool:
 
 def is_pairs_row(row: dict) -> bool:
     """A PAIRS.jsonl row (judges' input): responses but no verdict and no failure."""
-    return "response_a" in row and "winner" not in row and "parse_error" not in row
+    return "pair_id" in row and "response_a" in row and "winner" not in row and "parse_error" not in row
 
 
 def convert(row: dict) -> list[Record]:

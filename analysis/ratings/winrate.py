@@ -102,12 +102,15 @@ def _first_preference(frame: pd.DataFrame) -> np.ndarray:
     return np.where(np.isnan(prob_a), from_winner, prob_a)
 
 
-def win_rates(frame: pd.DataFrame, baseline: str | None = None, *, level: float = 0.95) -> WinRateTable:
+def win_rates(
+    frame: pd.DataFrame, baseline: str | None = None, *, level: float = 0.95, instruction_difficulty: bool = True
+) -> WinRateTable:
     """Every model's win rate (and length-controlled win rate) against ``baseline``.
 
     ``frame`` holds battles (``model_a, model_b, winner``, optional ``prob_a``,
-    ``response_a``/``response_b`` for length control, ``parse_error``); rows with a
-    ``parse_error`` are dropped and counted in ``n_dropped``.
+    ``response_a``/``response_b`` for length control, ``prompt_id``, ``parse_error``);
+    rows with a ``parse_error`` are dropped and counted in ``n_dropped``.
+    ``instruction_difficulty=False`` leaves the difficulty proxy out of the LC fit.
     """
     baseline = baseline or find_baseline(frame)
     involved = frame[((frame["model_a"] == baseline) ^ (frame["model_b"] == baseline)).to_numpy()]
@@ -125,7 +128,7 @@ def win_rates(frame: pd.DataFrame, baseline: str | None = None, *, level: float 
         length_a = involved["response_a"].str.len().to_numpy(dtype=float)
         length_b = involved["response_b"].str.len().to_numpy(dtype=float)
         delta = np.where(baseline_first, length_a - length_b, length_b - length_a)  # baseline minus model
-    difficulty = _difficulty(involved, other, p, failed)
+    difficulty = _difficulty(involved, other, p, failed) if instruction_difficulty else None
     z = NormalDist().inv_cdf(0.5 + level / 2)
     rows = []
     for model in sorted(set(other)):
