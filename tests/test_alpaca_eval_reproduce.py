@@ -42,6 +42,17 @@ def test_cli_reproduces_win_rate_standard_error_and_discrete_win_rate(alpaca, ca
         assert row["lower"] < row["win_rate"] < row["upper"]
 
 
+def test_the_order_shown_is_recovered_for_nearly_every_row(alpaca):
+    """AlpacaEval shows the outputs in a random order; a position-bias estimate needs it."""
+    from analysis.importers import load_records
+
+    for path in alpaca[0]:
+        orders = [r.meta["shown_order"] for r in load_records(path)]
+        # Only the few rows without a completion (AlpacaEval's draws) stay unknown.
+        assert orders.count("unknown") <= 6
+        assert 350 < orders.count("swapped") < 455 and 350 < orders.count("as in file") < 455
+
+
 def test_length_controlled_win_rate_against_the_published_one(alpaca, capsys):
     """AlpacaEval's instruction difficulties come from a file it downloads; our proxy (the
     other models' mean logit preference on the instruction) brings every model closer to

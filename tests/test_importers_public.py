@@ -9,6 +9,7 @@ lmarena-ai/arena-human-preference-100k and -140k; arena-hard-auto's gen_judgment
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -124,13 +125,46 @@ def test_alpaca_eval_rows_null_preference_is_a_parse_failure_not_a_tie(tmp_path)
     assert len(load_frame(path)) == 4
     from analysis.ratings.winrate import win_rates
 
-    row = win_rates(load_frame(path, with_failures=True)).table.iloc[0]
+    with pytest.raises(ValueError, match="--baseline"):  # two models: either could be the baseline
+        win_rates(load_frame(path))
+    row = win_rates(load_frame(path, with_failures=True), "gpt4_1106_preview").table.iloc[0]
     assert (row["baseline"], row["n"], row["n_dropped"]) == ("gpt4_1106_preview", 4, 1)
     assert row["win_rate"] == pytest.approx(100 * (0.25 + 0.9 + 0.5 + 0.5) / 4)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{**base, "preference": 2.5}]))
     with pytest.raises(RecordError, match=r"bad.json: item 0: preference must be in \[1, 2\]"):
         load_records(bad)
+
+
+def test_alpaca_eval_order_shown_is_read_from_the_judges_answer(tmp_path):
+    """AlpacaEval shows the outputs in a random order as m (first) and M (second) and
+    stores the preference in file order; the completion's P(M) tells the two apart."""
+    def completion(p_second: float) -> dict:
+        top = [{"token": "M", "logprob": math.log(p_second)}, {"token": "m", "logprob": math.log(1 - p_second)}]
+        return {"logprobs": {"content": [{"token": "M", "top_logprobs": top}]}, "text": "M"}
+
+    base = {"instruction": "Say hi.", "output_1": "Hello there!", "generator_1": "gpt4_1106_preview",
+            "output_2": "Hi", "generator_2": "tiny-model", "annotator": "weighted_alpaca_eval_gpt4_turbo"}
+    rows = [
+        {**base, "preference": 1.8, "raw_completion": completion(0.8)},  # M = output_2: file order shown
+        {**base, "preference": 1.8, "raw_completion": completion(0.2)},  # M = output_1: output_2 shown first
+        {**base, "preference": 1.8, "raw_completion": str(completion(0.2))},  # the same, kept as a Python repr
+        {**base, "preference": 2.0, "raw_completion": {"text": "### Concise explanation ... m"}},  # text only
+        {**base, "preference": 1.8},  # nothing to read: file order, flagged
+    ]
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(rows))
+    records = load_records(path)
+    assert [r.meta["shown_order"] for r in records] == ["as in file", "swapped", "swapped", "swapped", "unknown"]
+    kept, swapped = records[0], records[1]
+    assert (kept.model_a, kept.response_a, kept.winner, kept.prob_a) == ("gpt4_1106_preview", "Hello there!", "model_b", pytest.approx(0.2))
+    assert (swapped.model_a, swapped.response_a, swapped.winner, swapped.prob_a) == ("tiny-model", "Hi", "model_a", pytest.approx(0.8))
+    assert kept.pair_id == swapped.pair_id and records[3].model_a == "tiny-model" and records[3].winner == "model_a"
+    # The win rate does not depend on the order shown.
+    from analysis.ratings.winrate import win_rates
+
+    table = win_rates(load_frame(path), "gpt4_1106_preview").table
+    assert table.loc[0, "win_rate"] == pytest.approx(100 * (0.8 * 4 + 1.0) / 5)
 
 
 def arena_hard_game(question: str, answer_a: str, answer_b: str, score: str | None) -> dict:

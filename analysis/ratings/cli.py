@@ -102,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     elo.add_argument("--k", type=float, help="K-factor (default 4, as FastChat)")
     elo.add_argument("--permutations", type=int, help="random orders averaged by elo-avg (default 100)")
     win = parser.add_argument_group("win rate against a baseline (winrate)")
-    win.add_argument("--baseline", metavar="MODEL", help="the baseline (default: the model in every battle; "
-                     "with two models, the one shown first more often, as AlpacaEval's output_1)")
+    win.add_argument("--baseline", metavar="MODEL", help="the baseline (default: the one model in every battle; "
+                     "needed when there are only two models)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 

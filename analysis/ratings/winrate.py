@@ -78,16 +78,12 @@ def _plain(value):
 def find_baseline(frame: pd.DataFrame) -> str:
     """The model that takes part in every battle (AlpacaEval's and Arena-Hard's design).
 
-    With only two models, the one shown first more often: AlpacaEval's ``output_1``.
+    With only two models either could be the baseline (AlpacaEval even shows them in a
+    random order), so it must be named.
     """
     common: set | None = None
     for pair in frame[["model_a", "model_b"]].drop_duplicates().itertuples(index=False):
         common = set(pair) if common is None else common & set(pair)
-    if common and len(common) == 2:
-        first = frame["model_a"].value_counts()
-        ranked = sorted(common, key=lambda m: -first.get(m, 0))
-        if first.get(ranked[0], 0) > first.get(ranked[1], 0):
-            common = {ranked[0]}
     if not common or len(common) != 1:
         raise ValueError("no single model takes part in every battle; name the baseline (--baseline MODEL)")
     return common.pop()
