@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test prepare browser bench report clean
+.PHONY: demo test prepare browser bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench: prepare $(BENCH_STAMP)
 
 report: $(STAMP)
 	$(BIN)/python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm
+
+# The bias report on the shared AlpacaEval 2.0 sample (three models against gpt4_1106_preview).
+report-alpaca: $(STAMP)
+	$(BIN)/python -m analysis.report --votes ../shared/data/alpaca_eval/*.annotations.json --out reports/alpaca_eval
 
 clean:
 	rm -rf $(VENV) reports

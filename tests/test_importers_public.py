@@ -243,3 +243,32 @@ def test_ratings_and_report_help_name_every_format():
     text = build_parser().format_help()
     for name in [m.NAME for m in FORMATS] + ["pandalm"]:
         assert f"{name}: " in text
+
+
+def test_report_reads_the_public_formats_mixed_with_our_records(tmp_path, shared_data):
+    """`python -m analysis.report --votes` on AlpacaEval + Arena-Hard + records at once."""
+    from analysis.report import main
+
+    folder = tmp_path / "model_judgment" / "gpt-4-1106-preview"
+    folder.mkdir(parents=True)
+    rows = []
+    for i in range(30):
+        games = [arena_hard_game(f"Q{i}?", f"base {i}", f"model answer {i} " * (1 + i % 3), "B>A" if i % 3 else "A>>B"),
+                 arena_hard_game(f"Q{i}?", f"model answer {i} " * (1 + i % 3), f"base {i}", None if i == 0 else "A>B")]
+        rows.append({"question_id": f"q{i}", "model": "llama-3-8b", "judge": "gpt-4-1106-preview", "games": games})
+    (folder / "llama-3-8b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ours = [dict(pair_id=f"p{i}", prompt=f"q{i}", model_a="m1", model_b="m2", response_a="x" * (i + 1),
+                 response_b="y", winner=("model_a", "model_b", "tie")[i % 3], judge="human:v1") for i in range(30)]
+    write_records(tmp_path / "ours.jsonl", ours)
+    out = tmp_path / "report"
+    alpaca = shared_data / "alpaca_eval" / "alpaca-7b.annotations.json"
+    assert main(["--votes", str(alpaca), str(tmp_path / "model_judgment"), str(tmp_path / "ours.jsonl"),
+                 "--out", str(out), "--quiet", "--bootstrap", "50", "--rating-bootstrap", "0"]) == 0
+    judges = json.loads((out / "report.json").read_text())["judges"]
+    assert set(judges) == {"weighted_alpaca_eval_gpt4_turbo", "gpt-4-1106-preview", "human"}
+    assert judges["weighted_alpaca_eval_gpt4_turbo"]["n_records"] == 805
+    hard = judges["gpt-4-1106-preview"]
+    assert hard["n_records"] == 59 and hard["n_parse_errors"] == 1
+    assert hard["position"]["n_swapped_pairs"] == 29
+    # With the order shown recovered, AlpacaEval's judge is not mistaken for a first-position lover.
+    assert judges["weighted_alpaca_eval_gpt4_turbo"]["position"]["first_rate"] < 0.6
