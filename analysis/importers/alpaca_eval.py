@@ -24,9 +24,9 @@ import ast
 import hashlib
 import math
 
-from core.records import Record, make_pair_id
+from core.records import Record
 
-from .families import family
+from .build import comparison
 
 NAME = "alpaca-eval"
 SUMMARY = "AlpacaEval annotations.json (instruction, output_1, output_2, generator_1/2, annotator, preference)"
@@ -110,18 +110,8 @@ def convert(row: dict) -> list[Record]:
     prompt = row["instruction"]
     completion = _completion(row.get("raw_completion"))
     return [
-        Record(
-            pair_id=make_pair_id(prompt, response_a, response_b),
-            prompt=prompt,
-            model_a=model_a,
-            model_b=model_b,
-            response_a=response_a,
-            response_b=response_b,
-            winner=winner,
-            judge=judge,
-            family_a=family(model_a),
-            family_b=family(model_b),
-            judge_family=family(judge),
+        comparison(
+            prompt, model_a, model_b, response_a, response_b, winner, judge,
             # AlpacaEval's instructions have no id; the text identifies one across models' files.
             prompt_id=hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16],
             prob_a=prob_a,

@@ -27,9 +27,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from core.records import HUMAN, Record, make_pair_id
+from core.records import HUMAN, Record
 
-from .families import family
+from .build import comparison
 
 NAME = "chatbot-arena"
 SUMMARY = ("Chatbot Arena / FastChat votes (model_a, model_b, winner or winner_model_a/_b/_tie, "
@@ -160,18 +160,8 @@ def convert(row: dict) -> list[Record]:
     model_a, model_b = str(row["model_a"]), str(row["model_b"])
     prompt_id = row.get("question_id", row.get("id"))
     return [
-        Record(
-            pair_id=make_pair_id(prompt, response_a, response_b),
-            prompt=prompt,
-            model_a=model_a,
-            model_b=model_b,
-            response_a=response_a,
-            response_b=response_b,
-            winner=_winner(row),
-            judge=judge,
-            family_a=family(model_a),
-            family_b=family(model_b),
-            judge_family=None if judge.startswith(HUMAN) else family(judge),
+        comparison(
+            prompt, model_a, model_b, response_a, response_b, _winner(row), judge,
             prompt_id=None if prompt_id is None else str(prompt_id),
             turn=turn,
             tstamp=_tstamp(row),

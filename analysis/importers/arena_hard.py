@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from core.records import Record, make_pair_id
+from core.records import Record
 
-from .families import family
+from .build import comparison
 
 NAME = "arena-hard"
 SUMMARY = "Arena-Hard-Auto model_judgment/<judge>/<model>.jsonl (question_id or uid, model, judge, games)"
@@ -82,18 +82,8 @@ def convert(row: dict) -> list[Record]:
             raise ValueError(f"game {number}: unknown score {score!r}; expected one of A>>B, A>B, A=B, B>A, B>>A")
         judgment = game.get("judgment")
         records.append(
-            Record(
-                pair_id=make_pair_id(prompt, response_a, response_b),
-                prompt=prompt,
-                model_a=first,
-                model_b=second,
-                response_a=response_a,
-                response_b=response_b,
-                winner=winner,
-                judge=judge,
-                family_a=family(first),
-                family_b=family(second),
-                judge_family=family(judge),
+            comparison(
+                prompt, first, second, response_a, response_b, winner, judge,
                 prompt_id=question_id,
                 category=row.get("category"),
                 raw_output=judgment if isinstance(judgment, str) or judgment is None else str(judgment),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.records import HUMAN, Record, RecordError, make_pair_id
 
-from .families import family
+from .build import family
 from .issues import ImportIssue
 
 NAME = "pandalm"
