@@ -80,7 +80,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     missing = {"model_a", "model_b", "winner"} - set(frame.columns)
     if missing:
         raise ValueError(f"the frame lacks columns {sorted(missing)}")
-    if "parse_error" in frame.columns:
+    if "parse_error" in frame.columns and frame["parse_error"].notna().any():
         frame = frame[frame["parse_error"].isna().to_numpy()]
     if frame.empty:
         raise ValueError("no battles to rate")
