@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import scipy.sparse
 
-__all__ = ["PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
+__all__ = ["Incidence", "PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
 
 # Outcome codes; "tie (bothbad)" is a tie, as in FastChat's Elo code.
 WIN_A, WIN_B, TIE = 0, 1, 2
@@ -47,20 +47,54 @@ class PairCounts:
     def totals(self) -> np.ndarray:
         return self.wins_i + self.wins_j + self.ties
 
-    def incidence(self) -> scipy.sparse.csr_matrix:
-        """Sparse ``(pairs, models)`` matrix with +1 at ``i`` and -1 at ``j`` per row.
+    def incidence(self) -> Incidence:
+        """The ``(pairs, models)`` matrix with +1 at ``i`` and -1 at ``j`` per row."""
+        return Incidence(self.i, self.j, self.n_models)
 
-        ``x @ incidence`` scatters per-pair quantities onto models (a gradient), in
-        O(pairs) memory where a dense matrix would need pairs x models.
-        """
+    def with_counts(self, wins_i: np.ndarray, wins_j: np.ndarray, ties: np.ndarray) -> PairCounts:
+        return PairCounts(self.models, self.i, self.j, wins_i, wins_j, ties, self.n_battles)
+
+
+@dataclass(frozen=True)
+class Incidence:
+    """The ``(pairs, models)`` incidence matrix, kept as its two index arrays.
+
+    Only its transpose is ever applied: ``incidence.T @ x`` scatters per-pair quantities
+    onto models (a gradient), for ``x`` of shape ``(pairs,)`` (a fit: ``np.bincount``) or
+    ``(pairs, k)`` (a batch of bootstrap rounds: a scipy.sparse product, several times
+    faster there). scipy.sparse is imported only for batches: its import is a quarter of a
+    rating run's start-up.
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    n_models: int
+
+    @property
+    def T(self) -> _Scatter:  # noqa: N802 (matrix notation)
+        return _Scatter(self)
+
+    @cached_property
+    def sparse(self):
+        import scipy.sparse
+
         rows = np.arange(len(self.i))
         return scipy.sparse.csr_matrix(
             (np.r_[np.ones(len(rows)), -np.ones(len(rows))], (np.r_[rows, rows], np.r_[self.i, self.j])),
             shape=(len(rows), self.n_models),
         )
 
-    def with_counts(self, wins_i: np.ndarray, wins_j: np.ndarray, ties: np.ndarray) -> PairCounts:
-        return PairCounts(self.models, self.i, self.j, wins_i, wins_j, ties, self.n_battles)
+
+@dataclass(frozen=True)
+class _Scatter:
+    incidence: Incidence
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.ndim == 1:
+            i, j, m = self.incidence.i, self.incidence.j, self.incidence.n_models
+            return np.bincount(i, x, m) - np.bincount(j, x, m)
+        return self.incidence.sparse.T @ x
 
 
 def encode_winners(winner: Sequence[str] | np.ndarray | pd.Series) -> np.ndarray:

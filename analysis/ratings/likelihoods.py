@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
-import scipy.sparse
 
-from .counts import PairCounts
+from .counts import Incidence, PairCounts
 
 __all__ = ["Davidson", "HalfTie", "PairLikelihood", "LIKELIHOODS"]
 
@@ -33,7 +32,7 @@ def _laplacian(counts: PairCounts, weight: np.ndarray) -> np.ndarray:
     return out
 
 
-def _scatter(per_pair: np.ndarray, incidence: scipy.sparse.csr_matrix) -> np.ndarray:
+def _scatter(per_pair: np.ndarray, incidence: Incidence) -> np.ndarray:
     """``sum_k per_pair_k (e_i - e_j)`` for a vector or each row of a batch."""
     if per_pair.ndim == 1:
         return incidence.T @ per_pair
@@ -51,7 +50,7 @@ class PairLikelihood(Protocol):
 
     def start(self, counts: PairCounts) -> np.ndarray: ...
     def loglik(self, params: np.ndarray, counts: PairCounts) -> float: ...
-    def gradient(self, params: np.ndarray, counts: PairCounts, incidence: scipy.sparse.csr_matrix) -> np.ndarray: ...
+    def gradient(self, params: np.ndarray, counts: PairCounts, incidence: Incidence) -> np.ndarray: ...
     def information(self, params: np.ndarray, counts: PairCounts) -> np.ndarray: ...
     def meat(self, params: np.ndarray, counts: PairCounts) -> np.ndarray: ...
 
