@@ -272,3 +272,19 @@ def test_report_reads_the_public_formats_mixed_with_our_records(tmp_path, shared
     assert hard["position"]["n_swapped_pairs"] == 29
     # With the order shown recovered, AlpacaEval's judge is not mistaken for a first-position lover.
     assert judges["weighted_alpaca_eval_gpt4_turbo"]["position"]["first_rate"] < 0.6
+
+
+def test_ratings_cli_stops_at_a_bad_row_unless_asked_to_skip(tmp_path, capsys):
+    from analysis.ratings.cli import main
+
+    path = tmp_path / "votes.jsonl"
+    rows = [arena_33k(i, ("model_a", "model_b", "tie")[i % 3]) for i in range(0, 12, 2)]
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(3, json.dumps({**arena_33k(99), "winner": "left"}))
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["--votes", str(path), "--json"]) == 1
+    assert f"{path}:4: unknown winner 'left'" in capsys.readouterr().err
+    assert main(["--votes", str(path), "--json", "--skip-bad"]) == 0
+    captured = capsys.readouterr()
+    assert "line 4: skipped: unknown winner 'left'" in captured.err
+    assert {r["model"] for r in json.loads(captured.out)["ratings"]} == {"vicuna-13b", "gpt-4"}
