@@ -52,8 +52,8 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
 def judgment_table(records: Iterable[Record], human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
-    A record is left out when it carries a ``parse_error`` (its ``winner`` is only a
-    placeholder). ``rater`` is the judge id, or ``"human"`` for every human voter
+    A record is left out when it carries a ``parse_error`` (no verdict: ``winner`` is
+    null). ``rater`` is the judge id, or ``"human"`` for every human voter
     (``human_prefix`` widens who counts as human, e.g. ``"expert"``); ``voter`` keeps
     the individual id so per-voter quantities (order consistency, human-human
     agreement) never mix two people.

@@ -70,8 +70,8 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
     ``draw_probability`` (trueskill); ``level`` (all).
 
-    Rows with a ``parse_error`` (a judge verdict that could not be read; its ``winner`` is
-    a placeholder) are left out, whoever built the frame.
+    Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
+    are left out, whoever built the frame.
     """
     if method not in METHODS:
         raise ValueError(f"unknown rating method {method!r}; choose from {', '.join(sorted(METHODS))}")
