@@ -51,12 +51,7 @@ def import_paths(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False) 
 
 def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False) -> Iterator[Record]:
     """The records of one file or folder, one row at a time; skipped items go to ``issues``."""
-    if path.is_dir():
-        if (path / pandalm.TESTSET).exists():
-            recs, iss = pandalm.read_folder(path)
-            issues.extend(iss)
-            yield from recs
-            return
+    if path.is_dir() and not (path / pandalm.TESTSET).exists():
         for child in sorted(path.iterdir()):
             # judges.run writes OUT.manifest.json beside its records: metadata, not votes.
             if child.is_dir() or (child.suffix in SUFFIXES and not child.name.endswith(".manifest.json")):
@@ -64,7 +59,7 @@ def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fals
         return
     if not path.exists():
         raise RecordError(path, None, "no such file or directory")
-    if path.name == pandalm.TESTSET or path.name in pandalm.JUDGES:
+    if path.is_dir() or path.name == pandalm.TESTSET or path.name in pandalm.JUDGES:
         recs, iss = pandalm.read_folder(path)
         issues.extend(iss)
         yield from recs
