@@ -186,9 +186,9 @@ def main() -> None:
     line(f"ours: {BOOTSTRAP_ROUNDS:,}-round multinomial bootstrap", boot_time, "(after the fit)")
 
     process_time, read_time = whole_processes(battles)
-    line("whole process: python -m analysis.ratings --method bt", process_time,
+    line("process: python -m analysis.ratings --method bt", process_time,
          f"(Parquet in, JSON out; median of {PROCESS_REPEATS})")
-    line("whole process: import pandas; pd.read_parquet", read_time, f"(median of {PROCESS_REPEATS})")
+    line("process: import pandas; pd.read_parquet", read_time, f"(median of {PROCESS_REPEATS})")
 
     tracemalloc.start()
     fit = bradley_terry(battles["model_a"], battles["model_b"], battles["winner"])
