@@ -239,10 +239,11 @@ def test_unknown_format_lists_the_formats_we_read(tmp_path):
 
 def test_ratings_and_report_help_name_every_format():
     from analysis.ratings.cli import build_parser
+    from analysis.report.cli import _parser
 
-    text = build_parser().format_help()
-    for name in [m.NAME for m in FORMATS] + ["pandalm"]:
-        assert f"{name}: " in text
+    for text in (build_parser().format_help(), _parser().format_help()):
+        for name in [m.NAME for m in FORMATS] + ["pandalm"]:
+            assert f"{name}: " in text
 
 
 def test_report_reads_the_public_formats_mixed_with_our_records(tmp_path, shared_data):

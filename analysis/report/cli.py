@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 
-from analysis.importers import import_paths
+from analysis.importers import describe_formats, import_paths
 from analysis.report.build import build_report
 from analysis.report.render import write_report
 
@@ -15,20 +16,20 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m analysis.report",
-        description=(
+        # Filled here because the raw formatter (kept for the formats list below) does not wrap.
+        description=textwrap.fill(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
             "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
             "(equal-opportunity gap against humans, or against another judge when no humans voted), "
             "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement."
         ),
-        epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
+        epilog="formats read:\n" + describe_formats()
+        + "\n\nexample: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--votes", nargs="+", required=True, metavar="FILE",
-                   help="files or folders in any format we read (detected per file; mix them freely): records "
-                        "JSONL/CSV/Parquet, AlpacaEval annotations.json, Chatbot Arena releases (JSON, JSONL, "
-                        "Parquet), Arena-Hard-Auto model_judgment, FastChat battles, MT-Bench human judgments, "
-                        "the PandaLM test set folder")
+                   help="files or folders in any of the formats below (detected per file; mix them freely)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
