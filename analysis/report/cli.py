@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats, import_paths
@@ -16,20 +15,18 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m analysis.report",
-        # Filled here because the raw formatter (kept for the formats list below) does not wrap.
-        description=textwrap.fill(
+        description=(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
             "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
             "(equal-opportunity gap against humans, or against another judge when no humans voted), "
             "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement."
         ),
-        epilog="formats read:\n" + describe_formats()
-        + "\n\nexample: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
     )
     p.add_argument("--votes", nargs="+", required=True, metavar="FILE",
-                   help="files or folders in any of the formats below (detected per file; mix them freely)")
+                   help="files or folders in any format we read, detected per file, mixed freely: "
+                        + "; ".join(describe_formats().splitlines()))
     p.add_argument("--skip-bad", action="store_true",
                    help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
