@@ -7,7 +7,8 @@ Modules: :mod:`.counts` (battles -> pair counts), :mod:`.likelihoods` (tie model
 their derivatives), :mod:`.bt` (Newton fit, sandwich covariance, Elo scale),
 :mod:`.bootstrap` (multinomial bootstrap), :mod:`.reference` (the slow twin), :mod:`.elo`,
 :mod:`.trueskill_ratings`, :mod:`.style` (style control, LC win rate), :mod:`.table`
-(results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.cli`.
+(results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.winrate`
+(AlpacaEval's win rate against a baseline), :mod:`.cli`.
 
 References
 ----------
@@ -43,6 +44,7 @@ from .style import (
     style_covariates,
 )
 from .table import RatingTable, make_table, rank_with_uncertainty
+from .winrate import WinRateTable, win_rates
 
 __all__ = [
     "BTResult",
@@ -53,6 +55,7 @@ __all__ = [
     "PairCounts",
     "RatingTable",
     "StyleFit",
+    "WinRateTable",
     "add_style_features",
     "aggregate",
     "bootstrap_params",
@@ -67,4 +70,5 @@ __all__ = [
     "reference_bradley_terry",
     "register",
     "style_covariates",
+    "win_rates",
 ]
