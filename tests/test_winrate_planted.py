@@ -43,7 +43,7 @@ def test_planted_length_bias_is_removed():
     frame, planted = _judgments(phi=1.5)
     table = win_rates(frame).table.set_index("model")
     for model in THETA:
-        lc, raw = table.loc[model, "lc_win_rate"], table.loc[model, "win_rate"]
+        lc = table.loc[model, "lc_win_rate"]
         assert lc == pytest.approx(planted[model], abs=3.0), model
         assert table.loc[model, "lc_lower"] < planted[model] < table.loc[model, "lc_upper"], model
     # The verbose model's raw rate is inflated by length, and LC takes it back.
