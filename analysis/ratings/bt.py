@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from .counts import PairCounts, aggregate
-from .likelihoods import LIKELIHOODS, PairLikelihood
+from .likelihoods import LIKELIHOODS, PairLikelihood, meat
 from .table import z_two_sided
 from .threads import one_blas_thread
 
@@ -65,7 +65,8 @@ class BTResult:
 
         Inverses are taken on the centred subspace (``theta`` sums to 0), so the result is
         the covariance of the centred scores; the sandwich stays valid when ties are
-        counted as half wins, where the model-based one is not (White 1982, Theorem 3.2).
+        counted as half wins, where the model-based one is not (White 1982, Theorem 3.2),
+        and is clustered when the counts carry clusters (:func:`.likelihoods.meat`).
         """
         if kind not in ("sandwich", "model"):
             raise ValueError(f"unknown covariance kind {kind!r}; use 'sandwich' or 'model'")
@@ -73,7 +74,7 @@ class BTResult:
             bread = _regularised_inverse(self.likelihood.information(self.params, self.counts), self.counts, self.l2)
             if kind == "model":
                 return bread
-            return bread @ self.likelihood.meat(self.params, self.counts) @ bread
+            return bread @ meat(self.likelihood, self.params, self.counts) @ bread
 
     def elo_intervals(self, anchor=None, kind: str = "sandwich", level: float = 0.95):
         """Normal (Wald) intervals on the Elo scale from :meth:`covariance`."""

@@ -129,12 +129,14 @@ def _options(args: argparse.Namespace) -> dict:
 
 def render(result: RatingTable, n_battles: int) -> str:
     """A plain-text leaderboard."""
+    import pandas as pd
+
     lines = [f"method: {result.method}   battles: {n_battles}   interval: {result.interval}", ""]
     width = max(5, *(len(m) for m in result.table["model"]))
     lines.append(f"{'rank':>4}  {'model':<{width}}  {'rating':>8}  {'lower':>8}  {'upper':>8}  {'n':>7}")
     for row in result.table.itertuples(index=False):
         lines.append(
-            f"{row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
+            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
         )
     if result.coefficients is not None:
         lines += ["", "style coefficients (log-odds per standard deviation):"]
@@ -194,8 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
+    for warning in getattr(result, "warnings", ()):
+        print(f"warning: {warning}", file=sys.stderr)
+    # allow_nan=False: JSON has no Infinity or NaN; to_dict already writes them as null.
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     elif args.method == WINRATE:
         print(render_winrate(result))
     else:

@@ -8,10 +8,12 @@ which every rating carries an interval:
 method         rating                                       interval (95% by default)
 =============  ===========================================  ===============================
 bt             Bradley-Terry MLE, ties = half a win         sandwich Wald; bootstrap
-                                                            percentile when bootstrap > 0
+                                                            percentile when bootstrap > 0;
+                                                            both clustered by ``pair_id``
 bt-davidson    Bradley-Terry with Davidson's tie parameter  as bt
-bt-style       BT with Chatbot Arena style covariates       sandwich (HC0) Wald; bootstrap
-                                                            percentile when bootstrap > 0
+bt-style       BT with Chatbot Arena style covariates,      sandwich Wald; bootstrap
+               FastChat's ridge (reg 0.5)                   percentile when bootstrap > 0;
+                                                            both clustered by ``pair_id``
 elo            online Elo in the frame's order              bootstrap percentile over
                                                             resampled battles (100 rounds
                                                             when bootstrap = 0: online Elo
@@ -22,6 +24,13 @@ trueskill      TrueSkill posterior mean                     mu +- z sigma (poste
                                                             bootstrap percentile when
                                                             bootstrap > 0
 =============  ===========================================  ===============================
+
+Votes on one pair are not independent (several people judge the same two texts; a judge
+sees both orders), so where the frame has a ``pair_id`` column the intervals of bt,
+bt-davidson and bt-style treat each ``pair_id`` as one cluster: the sandwich sums scores
+within a pair, the bootstrap resamples whole pairs. Online Elo's bootstrap intervals
+shrink for sparsely sampled models (a model with a few battles barely moves from its
+start), so its tables carry a warning; use bt for intervals.
 
 Bradley-Terry ratings are centred on 1000 (mean), or pinned with ``anchor=(model, rating)``;
 online Elo starts every model at ``init`` = 1000, and its updates are zero-sum, so its mean
@@ -97,21 +106,38 @@ def _percentiles(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndar
     return np.percentile(samples, tail, axis=0), np.percentile(samples, 100 - tail, axis=0)
 
 
+def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
+    """The clusters of a battle frame: its ``pair_id`` column where it has one."""
+    return frame["pair_id"] if "pair_id" in frame.columns else None
+
+
+def _clustering(counts) -> str:
+    if counts.clusters is None:
+        return "every vote independent (no pair_id)"
+    return f"clustered by pair_id ({counts.n_clusters} pairs)"
+
+
 def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt"):
-    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"])
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], groups=pair_groups(frame))
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
     rating = fit.elo(anchor).to_numpy()
     if ci == "bootstrap":
         if not bootstrap:
             raise ValueError("ci='bootstrap' needs bootstrap > 0 rounds")
-        thetas = bootstrap_params(fit, bootstrap, seed=seed)[:, : counts.n_models]
+        replicates = bootstrap_params(fit, bootstrap, seed=seed)
+        thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
         lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} multinomial rounds, seed {seed}"
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {_clustering(counts)}"
+        if replicates.n_prior:
+            interval += (
+                f"; {replicates.n_prior} rounds in which a model only won or only lost were fitted with a "
+                f"N(0, 10^2) prior on log-strengths"
+            )
     else:
         lower, upper = fit.elo_intervals(anchor, kind=ci, level=level)
-        interval = f"{ci} Wald {level:.0%}"
+        interval = f"{ci} Wald {level:.0%}, {_clustering(counts)}"
     return make_table(name, counts.models, rating, lower, upper, counts.n_battles, interval=interval)
 
 
@@ -179,7 +205,14 @@ def _elo(
     lower, upper = _percentiles(samples, level)
     interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams, seed {seed}"
     n_battles = _battles_per_model(frame, models)
-    return make_table(name, models, rating, lower, upper, n_battles, interval=interval)
+    return make_table(name, models, rating, lower, upper, n_battles, interval=interval, warnings=(ELO_WARNING,))
+
+
+ELO_WARNING = (
+    "online Elo bootstrap intervals understate the uncertainty of sparsely sampled models (a model with few "
+    "battles barely moves from its starting rating in any resample, so its interval shrinks instead of "
+    "widening); read intervals from bt"
+)
 
 
 def _sizes(total: int, chunk: int) -> list[int]:

@@ -71,7 +71,7 @@ def _plain(value):
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
+        return float(value) if math.isfinite(value) else None  # JSON has no NaN or Infinity
     return value
 
 
