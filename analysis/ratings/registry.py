@@ -48,7 +48,7 @@ from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
 from .elo import online_elo, random_orders
-from .style import fit_style_bt, frame_covariates
+from .style import MIN_STYLE_PAIRS, STYLE_REG, fit_style_bt, frame_covariates, style_support
 from .table import RatingTable, make_table, z_two_sided
 from .trueskill_ratings import run_trueskill, to_elo_factor
 
@@ -257,33 +257,65 @@ def _trueskill(
 
 
 @register("bt-style")
-def _bt_style(frame, *, bootstrap, seed, level=0.95):
+def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
     missing = {"response_a", "response_b"} - set(frame.columns)
     if missing or frame[["response_a", "response_b"]].isna().any().any():
         raise ValueError("bt-style needs the response_a and response_b texts of every battle")
     frame = frame.reset_index(drop=True)
     covariates = frame_covariates(frame)  # from the frame's style columns where it has them
-    fit = fit_style_bt(frame, covariates)
+    groups = pair_groups(frame)
+    fit = fit_style_bt(frame, covariates, reg=reg, groups=groups)
     m = len(fit.theta)
     point = np.r_[CENTRE + ELO_SCALE * fit.theta.to_numpy(), fit.coef.to_numpy()]
+    clusters = np.arange(len(frame)) if groups is None else pd.factorize(groups)[0]
+    clustering = "every vote independent (no pair_id)" if groups is None else f"clustered by pair_id ({clusters.max() + 1} pairs)"
+    ridge = f"ridge reg={reg:g} as FastChat's contextual BT" if reg else "no ridge"
     if bootstrap:
         rng = np.random.default_rng(seed)
+        members = pd.Series(np.arange(len(frame))).groupby(clusters).agg(list).to_numpy()
         samples = np.empty((bootstrap, len(point)))
         for r in range(bootstrap):
-            idx = rng.integers(0, len(frame), len(frame))
-            refit = fit_style_bt(frame.iloc[idx].reset_index(drop=True), covariates.iloc[idx].reset_index(drop=True))
-            refit_theta = refit.theta.reindex(fit.theta.index).to_numpy()
-            samples[r] = np.r_[CENTRE + ELO_SCALE * refit_theta, refit.coef.to_numpy()]
-        lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled battle sets, seed {seed}"
+            # Whole pairs are drawn: every vote of a drawn pair comes along.
+            idx = np.concatenate(members[rng.integers(0, len(members), len(members))])
+            refit = fit_style_bt(
+                frame.iloc[idx].reset_index(drop=True),
+                covariates.iloc[idx].reset_index(drop=True),
+                reg=reg,
+                models=fit.theta.index,
+            )
+            samples[r] = np.r_[CENTRE + ELO_SCALE * refit.theta.to_numpy(), refit.coef.reindex(fit.coef.index).to_numpy()]
+        # A model absent from a resample has no rating there (NaN): percentiles over the
+        # rounds that have it, none when most lack it, and the count stated.
+        known = np.isfinite(samples).sum(axis=0)
+        with np.errstate(all="ignore"):
+            tail = 100 * (1 - level) / 2
+            lower, upper = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
+        lower[known < bootstrap / 2] = upper[known < bootstrap / 2] = np.nan
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}, {ridge}"
+        if (known < bootstrap).any():
+            interval += f"; {int(bootstrap - known.min())} rounds lacked a model and were left out for it"
     else:
         se = np.sqrt(np.clip(np.diag(fit.covariance), 0, None))
         se[:m] *= ELO_SCALE
         half = z_two_sided(level) * se
         lower, upper = point - half, point + half
-        interval = f"sandwich (HC0) Wald {level:.0%}"
+        interval = f"sandwich Wald {level:.0%}, {clustering}, {ridge}"
+    support = style_support(frame, groups).reindex(fit.coef.index)
     coefficients = pd.DataFrame(
-        {"name": fit.coef.index, "coef": point[m:], "lower": lower[m:], "upper": upper[m:]}
+        {
+            "name": fit.coef.index,
+            "coef": point[m:],
+            "lower": lower[m:],
+            "upper": upper[m:],
+            "n_pairs": support.to_numpy(dtype=np.int64),
+            "sparse": (support < MIN_STYLE_PAIRS).to_numpy(),
+        }
+    )
+    warnings = tuple(
+        f"style element {name!r} differs between the two responses in only {n} pairs (< {MIN_STYLE_PAIRS}): "
+        "its coefficient rests on those pairs alone"
+        for name, n in support.items()
+        if n < MIN_STYLE_PAIRS
     )
     return make_table(
         "bt-style",
@@ -294,4 +326,5 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95):
         _battles_per_model(frame, fit.theta.index),
         interval=interval,
         coefficients=coefficients,
+        warnings=warnings,
     )
