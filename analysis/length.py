@@ -18,6 +18,11 @@ Length is counted in characters of the response text.
   see :func:`analysis.ratings.length_controlled_winrate`) nor Chatbot Arena's style term
   (Li et al. 2024, a normalised token difference ``(a - b) / (a + b + 1)``); its values are
   comparable across our raters only.
+* ``first_rate_controlled``: the same model's intercept as P(first-shown wins) between
+  equally strong models with equally long answers, ``sigmoid(intercept)`` with its
+  clustered interval: the position term beside the raw first-shown rate, which alone
+  mistakes "the earlier-listed model wins" for position bias where the display order is
+  fixed by model (see :func:`analysis.position.order_check`).
 * :func:`length_curve`: the longer-wins rate in bins of relative length difference.
 """
 
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from analysis.stats import clustered_rate_ci, fit_logit, strength_columns
 
@@ -49,6 +55,8 @@ class LengthBias:
     n_fit: int
     length_sd: float
     note: str | None = None  # why the model was not fitted, when it was not
+    first_rate_controlled: float | None = None  # sigmoid(intercept): the position term
+    first_rate_controlled_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,7 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
     longer_wins = int(((unequal["first_wins"] == 1) == a_longer).sum())
     n = len(unequal)
     coef = coef_ci = coef_p = None
+    first_controlled = first_controlled_ci = None
     note = None
     if len(decisive) < 20 or decisive["pair_id"].nunique() < 10:
         note = f"too few decisive records ({len(decisive)}) for the logistic model"
@@ -90,6 +99,8 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
         try:
             fit = fit_logit(X, y, groups)
             coef, coef_ci, coef_p = float(fit.params[1]), fit.interval(1), float(fit.pvalues[1])
+            first_controlled = float(expit(fit.params[0]))
+            first_controlled_ci = tuple(float(expit(x)) for x in fit.interval(0))
         except ValueError as exc:
             note = f"logistic model not fitted: {exc}"
     return LengthBias(
@@ -105,6 +116,8 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
         n_fit=len(decisive),
         length_sd=sd,
         note=note,
+        first_rate_controlled=first_controlled,
+        first_rate_controlled_ci=first_controlled_ci,
     )
 
 

@@ -4,8 +4,9 @@ Estimators (all take rows of :func:`analysis.stats.judgment_table` for one rater
 
 * first-shown win rate among decisive records (for people: the left pane; for judges:
   "Response A"), its interval clustered by ``pair_id`` (several votes on one pair are not
-  independent); beside it the position term of a logit that holds the two models'
-  Bradley-Terry strengths fixed, as P(first-shown wins) between equally strong models.
+  independent); beside it (in the report) the position term of the logit of
+  :mod:`analysis.length`, which holds the two models' Bradley-Terry strengths and the
+  length difference fixed: P(first-shown wins) between equally strong, equally long answers.
   Where the display order is not randomised within model pairs (e.g. the PandaLM test set
   lists the models of a pair in a fixed order), the raw rate measures "the earlier-listed
   model wins" as much as position: :func:`order_check` detects this, and only the
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import Z95, clustered_rate_ci, fit_logit, strength_columns, wilson_interval
+from analysis.stats import clustered_rate_ci, wilson_interval
 
 __all__ = [
     "OrderCheck",
@@ -104,11 +105,6 @@ class PositionBias:
     consistency_ci: tuple[float, float] | None
     preference_fairness: float | None
     order: OrderCheck | None = None
-    # P(first-shown wins) between equally strong models: sigmoid of the intercept of a logit
-    # on decisive records with Bradley-Terry strength columns, SEs clustered by pair_id.
-    first_rate_controlled: float | None = None
-    first_rate_controlled_ci: tuple[float, float] | None = None
-    controlled_note: str | None = None  # why it was not fitted, when it was not
 
 
 def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame:
@@ -141,20 +137,6 @@ def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame
     return out
 
 
-def _controlled_first_rate(decisive: pd.DataFrame) -> tuple[float | None, tuple[float, float] | None, str | None]:
-    """sigmoid(intercept) of first_wins ~ 1 + strengths, with its clustered interval."""
-    if len(decisive) < 20 or decisive["pair_id"].nunique() < 10:
-        return None, None, f"too few decisive records ({len(decisive)}) for the logistic model"
-    X = np.c_[np.ones(len(decisive)), strength_columns(decisive)]
-    try:
-        fit = fit_logit(X, decisive["first_wins"].to_numpy(dtype=float), pd.factorize(decisive["pair_id"])[0])
-    except ValueError as exc:
-        return None, None, f"logistic model not fitted: {exc}"
-    intercept, se = float(fit.params[0]), float(fit.bse[0])
-    sigmoid = lambda x: float(1.0 / (1.0 + np.exp(-x)))  # noqa: E731
-    return sigmoid(intercept), (sigmoid(intercept - Z95 * se), sigmoid(intercept + Z95 * se)), None
-
-
 def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> PositionBias:
     """Position-bias estimates for one rater (see the module docstring)."""
     decisive = rows[rows["decisive"]]
@@ -175,7 +157,6 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
     # conservative design-effect correction, Kish 1965); for a single judge it is plain.
     n_distinct = swapped.index.get_level_values("pair_id").nunique()
     consistency_ci = wilson_interval(n_cons / n_sw * n_distinct, n_distinct) if n_sw else None
-    controlled, controlled_ci, note = _controlled_first_rate(decisive)
     return PositionBias(
         n_records=len(rows),
         n_decisive=n_dec,
@@ -193,9 +174,6 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
         consistency_ci=consistency_ci,
         preference_fairness=(n_second - n_first) / n_sw if n_sw else None,
         order=order_check(rows),
-        first_rate_controlled=controlled,
-        first_rate_controlled_ci=controlled_ci,
-        controlled_note=note,
     )
 
 

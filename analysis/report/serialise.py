@@ -59,8 +59,9 @@ def report_json(report: BiasReport) -> dict:
                 "consistency": _num(pos.consistency),
                 "n_swapped_pairs": pos.n_swapped_pairs,
                 "order_randomised": pos.order.randomised if pos.order else None,
-                "first_rate_controlled": _num(pos.first_rate_controlled),
-                "first_rate_controlled_ci": _num(pos.first_rate_controlled_ci),
+                # The position term of the length model: strengths and length held fixed.
+                "first_rate_controlled": _num(ln.first_rate_controlled),
+                "first_rate_controlled_ci": _num(ln.first_rate_controlled_ci),
                 "details": _plain(pos),
             },
             "length": {
