@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
-            "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
+            "(longer-wins rate, length coefficient, style-controlled ratings), self-family bias "
             "(equal-opportunity gap against humans, or against another judge when no humans voted), "
             "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement."
         ),
@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="bootstrap resamples (over pair_id clusters) for agreement and self-family CIs (default 1000)")
     p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
-                   help="bootstrap resamples for Bradley-Terry rating CIs (default 200)")
+                   help="bootstrap resamples (of whole pair_id clusters) for Bradley-Terry rating CIs (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
