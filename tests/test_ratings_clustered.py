@@ -11,11 +11,13 @@ half-win ties, so the true ratings are known exactly; only the independence is g
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.ratings import CENTRE, ELO_SCALE, aggregate, bootstrap_params, fit_counts, rate
+from analysis.ratings import ELO_SCALE, aggregate, bootstrap_params, fit_counts, rate
 
 DATA_SETS = 200
 PAIRS = 200
@@ -53,15 +55,24 @@ def correlated_votes(rng: np.random.Generator) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def coverage() -> dict[str, float]:
+    """Share of (data set, model) whose 95% interval holds the true rating: the intervals
+    ``rate(frame, "bt")`` reports (clustered), and the same counts taken as independent."""
     rng = np.random.default_rng(20240502)
-    truth = CENTRE + ELO_SCALE * (THETA - THETA.mean())
+    truth = ELO_SCALE * (THETA - THETA.mean())
+    z = 1.959963984540054
     hits = dict.fromkeys(["sandwich", "bootstrap", "independent sandwich", "independent bootstrap"], 0)
     for k in range(DATA_SETS):
         frame = correlated_votes(rng)
-        for label, data in (("", frame), ("independent ", frame.drop(columns="pair_id"))):
-            for kind, rounds in (("sandwich", 0), ("bootstrap", ROUNDS)):
-                table = rate(data, "bt", bootstrap=rounds, seed=k).table.set_index("model").loc[NAMES]
-                hits[label + kind] += int(((table["lower"] <= truth) & (truth <= table["upper"])).sum())
+        clustered = aggregate(frame["model_a"], frame["model_b"], frame["winner"], groups=frame["pair_id"])
+        assert list(clustered.models) == list(NAMES)
+        for label, counts in (("", clustered), ("independent ", replace(clustered, clusters=None))):
+            fit = fit_counts(counts)
+            estimate = ELO_SCALE * fit.scores.to_numpy()
+            half = z * ELO_SCALE * np.sqrt(np.diag(fit.covariance()))
+            hits[label + "sandwich"] += int(np.sum(np.abs(estimate - truth) <= half))
+            samples = ELO_SCALE * bootstrap_params(fit, ROUNDS, seed=k).params
+            lower, upper = np.percentile(samples, [2.5, 97.5], axis=0)
+            hits[label + "bootstrap"] += int(np.sum((lower <= truth) & (truth <= upper)))
     return {kind: count / (DATA_SETS * len(THETA)) for kind, count in hits.items()}
 
 
@@ -76,8 +87,13 @@ def test_intervals_that_treat_votes_as_independent_undercover(coverage, kind):
     assert coverage[f"independent {kind}"] < 0.85, coverage
 
 
-def test_one_battle_per_cluster_gives_the_independent_intervals():
+def test_rate_clusters_by_pair_id_and_one_vote_per_pair_is_the_independent_case():
     frame = correlated_votes(np.random.default_rng(3))
+    # rate() is what reports use: its intervals are the clustered ones checked above.
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], groups=frame["pair_id"])
+    lower, upper = fit_counts(counts).elo_intervals()
+    table = rate(frame, "bt").table.set_index("model").loc[NAMES]
+    assert np.allclose(table["lower"], lower) and np.allclose(table["upper"], upper)
     singles = frame.assign(pair_id=[f"v{k}" for k in range(len(frame))])
     clustered = rate(singles, "bt").table
     plain = rate(frame.drop(columns="pair_id"), "bt").table
