@@ -5,7 +5,6 @@ strengths held fixed is not, and the order check says why the raw rate cannot be
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
