@@ -77,7 +77,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     ``bootstrap`` rounds (seeded by ``seed``) give percentile intervals; ``options`` go to
     the method: ``ties``, ``anchor``, ``l2``, ``ci``, ``level`` (bt); ``k``, ``base``,
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
-    ``draw_probability`` (trueskill); ``level`` (all).
+    ``draw_probability`` (trueskill); ``reg`` (bt-style: the ridge, 0 for plain ML); ``level`` (all).
 
     Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
     are left out, whoever built the frame.
