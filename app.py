@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.models import get_model
 
     config = load_config(args.config, **({"db": db_url(args.db, Path.cwd())} if args.db else {}))
-    store = VoteStore(config.db, synchronous=config.synchronous)
+    store = VoteStore(config.db, synchronous=config.synchronous, prompt_set_rated=config.prompt_set_rated)
     models = {}
     for name in config.models:
         log.info("loading %s", name)

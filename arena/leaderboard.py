@@ -44,8 +44,10 @@ def compute(store: VoteStore, bootstrap: int = 200, seed: int = 0) -> Leaderboar
     everything = store.count_votes()
     records = store.records(ratable=True)
     excluded = everything - len(records)
+    prompt_set = ("prompt-set votes after a voter's first on a pair" if store.prompt_set_rated
+                  else "prompt-set votes, whose fixed answers a voter can recognise")
     note = (f"{len(records)} rated votes; {excluded} more stored but not rated "
-            "(named side-by-side votes, or answers that named a model).")
+            f"(named side-by-side votes, {prompt_set}, or answers that named a model).")
     if len({m for r in records for m in (r.model_a, r.model_b)}) < 2:
         empty = pd.DataFrame()
         return Leaderboard("No rated votes yet. " + note, empty, empty, empty)

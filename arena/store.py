@@ -33,10 +33,12 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    and_,
     create_engine,
     event,
     func,
     insert,
+    or_,
     select,
     update,
 )
@@ -107,7 +109,11 @@ def _sqlite_engine(url: str, synchronous: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn):
-        conn.exec_driver_sql("BEGIN")
+        # The writer's transactions take the write lock up front (IMMEDIATE), waiting up
+        # to busy_timeout for it. A plain BEGIN reads first and asks for the lock later;
+        # when another process committed meanwhile, SQLite fails the write at once (the
+        # read is stale) and no busy_timeout helps. Readers keep a plain BEGIN.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
 
     return engine
 
@@ -182,14 +188,15 @@ class _Writer(threading.Thread):
 class VoteStore:
     """Battles and votes. ``url``: any SQLAlchemy URL; SQLite files get WAL mode."""
 
-    def __init__(self, url: str, synchronous: str = "FULL"):
+    def __init__(self, url: str, synchronous: str = "FULL", prompt_set_rated: bool = False):
         self.url = url
+        self.prompt_set_rated = prompt_set_rated
         if url.startswith("sqlite"):
             self.engine = _sqlite_engine(url, synchronous)
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
         metadata.create_all(self.engine)
-        self._writer = _Writer(self.engine)
+        self._writer = _Writer(self.engine.execution_options(writer=True))
         self._writer.start()
         self._salt = self._writer.submit(_ensure_salt)
         self._closing = threading.Event()
@@ -216,6 +223,11 @@ class VoteStore:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
+
+    def secret(self, purpose: str) -> bytes:
+        """A key for ``purpose`` (e.g. signing sessions), derived from the store's salt:
+        the same on every replica of this store and after a restart."""
+        return hashlib.sha256(f"{self._salt}\x1f{purpose}".encode()).digest()
 
     def hash_id(self, raw: str) -> str:
         """A stable pseudonym for a session or voter token; the token itself is never stored."""
@@ -259,6 +271,8 @@ class VoteStore:
                 raise UnknownBattle("This battle was not served to you; start a new round.")
             if row.vote is not None:
                 raise AlreadyVoted("You already voted on this battle; start a new round.")
+            if row.payload.get("state") == "failed":
+                raise NotReady("This battle failed before both answers were complete; start a new round.")
             if row.payload.get("state") != "ready":
                 raise NotReady("Wait until both answers are complete, then vote.")
             record = make_record(row.payload, time.time())
@@ -273,15 +287,31 @@ class VoteStore:
 
         try:
             return self._writer.submit(write)
-        except IntegrityError:  # another replica stored it between our check and insert
+        except IntegrityError:  # another replica stored it between our check and insert?
+            with self.engine.connect() as conn:
+                stored = conn.execute(select(votes.c.id).where(votes.c.battle_id == battle_id)).first()
+            if stored is None:  # no: some other constraint failed, and the vote is not stored
+                raise
             raise AlreadyVoted("You already voted on this battle; start a new round.") from None
 
     # -- reads ---------------------------------------------------------------------------
+    def ratable(self):
+        """The votes ratings count: anonymous, leak-free, and no prompt-set votes unless
+        ``prompt_set_rated``; then only each voter's first vote on each pair. (A prompt-set
+        pair's answers are fixed texts, so a voter who saw one reveal knows who wrote them.)"""
+        clean = and_(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
+        live = votes.c.mode != "prompt_set"
+        if not self.prompt_set_rated:
+            return and_(clean, live)
+        first = (select(func.min(votes.c.id)).where(clean, votes.c.mode == "prompt_set")
+                 .group_by(votes.c.voter, votes.c.pair_id))
+        return and_(clean, or_(live, votes.c.id.in_(first)))
+
     def records(self, ratable: bool = False) -> list[Record]:
-        """All stored votes in commit order; ``ratable``: anonymous and leak-free only."""
+        """All stored votes in commit order; ``ratable``: those ratings count (:meth:`ratable`)."""
         query = select(votes.c.record).order_by(votes.c.id)
         if ratable:
-            query = query.where(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
+            query = query.where(self.ratable())
         with self.engine.connect() as conn:
             return [Record.from_dict(r) for (r,) in conn.execute(query)]
 
@@ -289,7 +319,7 @@ class VoteStore:
         """(model_a, model_b, winner, count) over ratable votes: what the pair sampler needs."""
         query = (
             select(votes.c.model_a, votes.c.model_b, votes.c.winner, func.count())
-            .where(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
+            .where(self.ratable())
             .group_by(votes.c.model_a, votes.c.model_b, votes.c.winner)
         )
         with self.engine.connect() as conn:

@@ -8,20 +8,30 @@ choices, table values) in its config, so anything naming models lives elsewhere.
 * ``/side-by-side``  named mode: the voter picks both models (not rated by default)
 * ``/leaderboard``   ratings from the stored votes
 
-Per-session state (the current battle) stays on the server, keyed by Gradio's session
-hash; nothing battle-related lives in ``gr.State`` or in the page.
+Per-session state (the current battle) stays on the server, keyed by the signed session
+cookie (:mod:`arena.sessions`) and Gradio's session hash (one page); nothing
+battle-related lives in ``gr.State`` or in the page. Errors other than refusals show a
+generic message: their text goes to the log (it may name the models).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import gradio as gr
 
+from arena.api import GENERIC_ERROR, request_address
 from arena.battles import Arena, Battle
 from arena.errors import Refused
+from arena.sessions import SESSION_COOKIE, Voter
 from core.records import Record
+
+log = logging.getLogger(__name__)
 
 SIDE_BY_SIDE_PATH = "/side-by-side"
 LEADERBOARD_PATH = "/leaderboard"
@@ -45,6 +55,19 @@ def _nav(here: str) -> str:
     return " · ".join(f"**{label}**" if path == here else f"[{label}]({path})" for path, label in links)
 
 
+# An HTML tag start, and Markdown's image syntax: what would make the browser build a form
+# or fetch a remote address from a model's (or a voter's) text.
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_IMAGE = re.compile(r"!(?=\[)")
+
+
+def safe_text(text: str) -> str:
+    """Text for a chat pane, shown but never obeyed: no HTML element (``<form>``,
+    ``<img>``...) and no Markdown image. A zero-width space after ``<`` and ``!`` keeps
+    the text as written while breaking the syntax; links stay, and only a click follows one."""
+    return _IMAGE.sub("!\u200b", _TAG.sub("<\u200b", text))
+
+
 def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
     """One pane's conversation; ``live`` replaces the last answer while it streams."""
     out = []
@@ -52,8 +75,41 @@ def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
         answer = turn.response_a if side == "a" else turn.response_b
         if turn is battle.turns[-1] and live is not None:
             answer = live
-        out += [{"role": "user", "content": turn.prompt}, {"role": "assistant", "content": answer}]
+        out += [{"role": "user", "content": safe_text(turn.prompt)},
+                {"role": "assistant", "content": safe_text(answer)}]
     return out
+
+
+def _voter(arena: Arena, request: gr.Request) -> Voter:
+    """The page's voter: the signed session cookie (never Gradio's client-chosen session
+    hash, which only tells the page's tabs apart)."""
+    token = arena.sessions.verify(request.cookies.get(SESSION_COOKIE))
+    if token is None:
+        raise Refused("Your session is missing or has expired: reload the page.")
+    return Voter(token, request_address(arena, request), tab=request.session_hash or "")
+
+
+def _guarded(status: gr.Markdown):
+    """Show any error other than a refusal as a generic message, with the details in the log."""
+    def wrap(handler):
+        @functools.wraps(handler)
+        def plain(*args, **kwargs):
+            try:
+                return handler(*args, **kwargs)
+            except Exception:
+                log.exception("%s failed", handler.__name__)
+                return {status: _error(GENERIC_ERROR)}
+
+        @functools.wraps(handler)
+        def streaming(*args, **kwargs):
+            try:
+                yield from handler(*args, **kwargs)
+            except Exception:
+                log.exception("%s failed", handler.__name__)
+                yield {status: _error(GENERIC_ERROR)}
+
+        return streaming if inspect.isgeneratorfunction(handler) else plain
+    return wrap
 
 
 def _stored(record: Record, then: str) -> str:
@@ -108,12 +164,14 @@ def _panel(prefix: str = "", labels: tuple[str, str] = ("Model A", "Model B")) -
 def _vote_handler(arena: Arena, panel: Panel, mode: str, no_battle: str, then: str, after: dict | None = None):
     """Vote buttons of every page: vote on the session's current battle, then reveal the names."""
     def on_vote(choice: str):
+        @_guarded(panel.status)
         def handler(request: gr.Request) -> dict:
-            battle = arena.current(request.session_hash, mode)
             try:
+                voter = _voter(arena, request)
+                battle = arena.current(voter, mode)
                 if battle is None:
                     raise Refused(no_battle)
-                record = arena.vote(request.session_hash, battle.id, choice)
+                record = arena.vote(voter, battle.id, choice)
             except Refused as exc:
                 return {panel.status: _error(exc)}
             return {**panel.reveal(record.model_a, record.model_b), **panel.locked(False),
@@ -167,9 +225,9 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                **panel.locked(True)}
 
     def send_turn(text: str, picked: tuple[str, ...], request: gr.Request) -> Iterator[dict]:
-        session = request.session_hash
-        battle = arena.current(session, mode)
         try:
+            session = _voter(arena, request)
+            battle = arena.current(session, mode)
             if battle is None or battle.voted or battle.state == "failed" or \
                     (picked and tuple(picked) != battle.models):
                 battle = arena.start(session, text, models=picked or None)
@@ -180,12 +238,14 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
             return
         yield from run(battle)
 
+    @_guarded(panel.status)
     def on_regenerate(request: gr.Request) -> Iterator[dict]:
-        battle = arena.current(request.session_hash, mode)
         try:
+            voter = _voter(arena, request)
+            battle = arena.current(voter, mode)
             if battle is None:
                 raise Refused("Nothing to regenerate yet: send a prompt.")
-            arena.regenerate(request.session_hash, battle)
+            arena.regenerate(voter, battle)
         except Refused as exc:
             yield {panel.status: _error(exc)}
             return
@@ -195,14 +255,19 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                             "Press **New round** for the next battle.",
                             {send: gr.update(interactive=False), regenerate: gr.update(interactive=False)})
 
+    @_guarded(panel.status)
     def on_new_round(request: gr.Request) -> dict:
-        arena.forget(request.session_hash, modes=(mode,))
+        try:
+            arena.forget(_voter(arena, request), modes=(mode,))
+        except Refused as exc:
+            return {panel.status: _error(exc)}
         return {**panel.cleared(), panel.status: "", prompt: "", send: gr.update(interactive=True),
                 regenerate: gr.update(interactive=False)}
 
+    @_guarded(panel.status)
     def on_draw(request: gr.Request) -> dict:
         try:
-            return {prompt: arena.draw_prompt(request.session_hash).prompt}
+            return {prompt: arena.draw_prompt(_voter(arena, request)).prompt}
         except Refused as exc:
             return {panel.status: _error(exc)}
 
@@ -210,9 +275,11 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                   "show_progress": "hidden"}
     # Gradio finds the request by annotation, so each mode gets an explicit signature.
     if named:
+        @_guarded(panel.status)
         def on_send(text: str, model_a: str, model_b: str, request: gr.Request) -> Iterator[dict]:
             yield from send_turn(text, (model_a, model_b), request)
     else:
+        @_guarded(panel.status)
         def on_send(text: str, request: gr.Request) -> Iterator[dict]:
             yield from send_turn(text, (), request)
     for trigger in (send.click, prompt.submit):
@@ -228,23 +295,27 @@ def _prompt_set(arena: Arena) -> None:
     if not arena.pairs:
         gr.Markdown("No prompt set with pre-generated answers is configured (`pairs` in the arena config).")
         return
+    counted = ("Only your first vote on each pair counts on the leaderboard." if arena.config.prompt_set_rated
+               else "These votes are stored for analysis but not counted on the leaderboard: the answers are "
+                    "fixed texts, so once names are revealed a pair is no longer blind.")
     gr.Markdown("Vote on a fixed, curated set of prompts with pre-generated answers: the same pairs "
-                "the LLM judges see. Models stay anonymous until you vote.")
+                f"the LLM judges see. Models stay anonymous until you vote. {counted}")
     question = gr.Markdown(elem_id="ps-prompt")
     panel = _panel(prefix="ps-")
     following = gr.Button("Next pair", variant="primary", elem_id="ps-next")
     outputs = [question, panel.chat_a, panel.chat_b, panel.name_a, panel.name_b, *panel.votes.values(),
                panel.status]
 
+    @_guarded(panel.status)
     def on_next(request: gr.Request) -> dict:
         try:
-            battle = arena.serve_pair(request.session_hash)
+            battle = arena.serve_pair(_voter(arena, request))
         except Refused as exc:
             return {panel.status: _error(exc)}
         turn = battle.turns[-1]
-        return {**panel.cleared(), question: f"**Prompt:** {turn.prompt}",
-                panel.chat_a: [{"role": "assistant", "content": turn.response_a}],
-                panel.chat_b: [{"role": "assistant", "content": turn.response_b}],
+        return {**panel.cleared(), question: f"**Prompt:** {safe_text(turn.prompt)}",
+                panel.chat_a: [{"role": "assistant", "content": safe_text(turn.response_a)}],
+                panel.chat_b: [{"role": "assistant", "content": safe_text(turn.response_b)}],
                 **panel.locked(True), panel.status: "Which answer is better?"}
 
     on_vote = _vote_handler(arena, panel, "prompt_set", "Press Next pair first.", "Press **Next pair**.")
@@ -256,7 +327,10 @@ def _prompt_set(arena: Arena) -> None:
 
 def _forgetter(arena: Arena):
     def forget(request: gr.Request) -> None:
-        arena.forget(request.session_hash)
+        try:
+            arena.forget(_voter(arena, request), grace=True)
+        except Refused:  # no session, so no battle to forget
+            pass
     return forget
 
 

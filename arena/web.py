@@ -1,17 +1,99 @@
-"""The web app: the HTTP API and the three Gradio pages on one FastAPI server."""
+"""The web app: the HTTP API and the three Gradio pages on one FastAPI server.
+
+Two pieces of plain ASGI middleware sit in front of everything: a cap on request bodies
+(uploads included), and the session cookie, issued and signed when a page is loaded
+without one (see :mod:`arena.sessions`).
+"""
 
 from __future__ import annotations
 
 import gradio as gr
 from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import api
 from arena.battles import Arena
+from arena.errors import RateLimited
+from arena.sessions import SESSION_COOKIE
 from arena.ui import CSS, LEADERBOARD_PATH, SIDE_BY_SIDE_PATH, battle_page, leaderboard_page, side_by_side_page
-
 
 # System fonts: the default Google Fonts would be fetched from the internet on every page.
 THEME = gr.themes.Soft(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+PAGES = {"", SIDE_BY_SIDE_PATH, LEADERBOARD_PATH}
+
+
+class BodyLimit:
+    """Refuse a request body over ``max_bytes`` with 413, whether its length is declared or streamed.
+
+    A streamed body is cut off at the limit (the app sees it end there, and whatever it
+    answers is replaced by the 413), so no more than ``max_bytes`` is ever read.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = JSONResponse({"error": f"The request is larger than {self.max_bytes} bytes."}, status_code=413)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await too_large(scope, receive, send)
+        received, cut = 0, False
+
+        async def counted() -> Message:
+            nonlocal received, cut
+            if cut:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    cut = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+            return message
+
+        async def replaced(message: Message) -> None:
+            if not cut:
+                await send(message)
+            elif message["type"] == "http.response.start":
+                await too_large(scope, receive, send)
+
+        await self.app(scope, counted, replaced)
+
+
+class SessionCookie:
+    """A page loaded without a valid session cookie gets a new signed one (limited per address).
+
+    Gradio's own session id is chosen by the browser, so handlers take the voter from this
+    cookie; a client over its limit of new sessions gets the page and no session.
+    """
+
+    def __init__(self, app: ASGIApp, arena: Arena):
+        self.app, self.arena = app, arena
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"].rstrip("/") not in PAGES:
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        if self.arena.sessions.verify(request.cookies.get(SESSION_COOKIE)):
+            return await self.app(scope, receive, send)
+        try:
+            token = self.arena.new_session(api.request_address(self.arena, request))
+        except RateLimited:
+            return await self.app(scope, receive, send)
+
+        async def with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                cookie = Response()
+                api.set_session_cookie(cookie, token)
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  *[(k, v) for k, v in cookie.raw_headers if k == b"set-cookie"]]}
+            await send(message)
+
+        await self.app(scope, receive, with_cookie)
 
 
 def build_app(arena: Arena) -> FastAPI:
@@ -21,7 +103,12 @@ def build_app(arena: Arena) -> FastAPI:
     pages = [(SIDE_BY_SIDE_PATH, side_by_side_page(arena)), (LEADERBOARD_PATH, leaderboard_page(arena)),
              ("/", battle_page(arena))]
     for path, page in pages:
-        page.queue(default_concurrency_limit=None)
+        # A full queue turns new events away at once rather than keeping a voter waiting.
+        page.queue(default_concurrency_limit=None, max_size=arena.config.queue_max_size)
+        # show_error=False: an exception's text (SQL parameters hold model names) never
+        # reaches the page; handlers show their own generic message and log the details.
         gr.mount_gradio_app(app, page, path=path, footer_links=[], run_history=False, css=CSS,
-                            theme=THEME)
+                            theme=THEME, show_error=False, max_file_size=arena.config.max_body_bytes)
+    app.add_middleware(SessionCookie, arena=arena)
+    app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
     return app

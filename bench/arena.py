@@ -54,7 +54,7 @@ def bench_first_token(battles: int, max_new_tokens: int, workdir: Path) -> None:
     from core.models import get_model
 
     models = {name: get_model(name) for name in ("smollm2-135m-instruct", "gemma3-270m")}
-    config = ArenaConfig(db=f"sqlite:///{workdir / 'ttft.db'}", rate_limit=10_000,
+    config = ArenaConfig(db=f"sqlite:///{workdir / 'ttft.db'}", rate_limit=10_000, global_rate_limit=10_000,
                          prompts=ROOT / "data" / "prompts.jsonl",
                          params=GenerationParams(max_new_tokens=max_new_tokens, temperature=0.7, top_p=0.9))
     store = VoteStore(config.db)
@@ -124,7 +124,8 @@ def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> N
     gc.freeze()
 
     config = workdir / "arena.toml"
-    config.write_text(f'[arena]\nmodels = []\npairs = "{PAIRS}"\n[arena.rate_limit]\nactions = 1000000\n')
+    config.write_text(f'[arena]\nmodels = []\npairs = "{PAIRS}"\n[arena.rate_limit]\nactions = 1000000\n'
+                      'per_address = 1000000\nnew_sessions_per_address = 100000\nglobal = 1000000\n')
     with AppProcess(config, f"sqlite:///{workdir / 'http.db'}", workdir / "app.log") as server:
         def serve(client: httpx.Client) -> str:
             response = client.post("/arena-api/battles")
@@ -141,7 +142,8 @@ def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> N
         http_flat = voters(n_voters, n_votes, new_client, serve, vote, 0.0)
 
     store = VoteStore(f"sqlite:///{workdir / 'store.db'}")
-    arena = Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=1_000_000), store, {})
+    arena = Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=1_000_000, global_rate_limit=1_000_000),
+                  store, {})
     direct = voters(n_voters, n_votes, lambda i: f"voter-{i}", lambda session: arena.serve_pair(session).id,
                     lambda session, battle_id: arena.vote(session, battle_id, "a"), think_s)
     assert store.count_votes() == n_votes

@@ -15,7 +15,8 @@ PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 
 @pytest.fixture
 def arena(tmp_path):
-    store = VoteStore(f"sqlite:///{tmp_path / 'votes.db'}")
+    # Each voter's first vote on a pair counts; these tests vote as one voter per battle.
+    store = VoteStore(f"sqlite:///{tmp_path / 'votes.db'}", prompt_set_rated=True)
     yield Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=10_000), store, {})
     store.close()
 
@@ -28,10 +29,10 @@ def test_empty_store_says_so(arena):
 def test_ratings_and_matrices_from_rated_votes_only(arena):
     favourite = arena.pairs[0].model_a
     for i in range(40):
-        battle = arena.serve_pair("s")
+        battle = arena.serve_pair(f"voter-{i}")
         # the favourite wins 3 of 4 battles, whichever side it was shown on
         choice = ("a" if battle.models[0] == favourite else "b") if i % 4 else "tie"
-        arena.vote("s", battle.id, choice)
+        arena.vote(f"voter-{i}", battle.id, choice)
     named = dataclasses.replace(arena.serve_pair("s"), id="named-battle", mode="side_by_side")
     arena.store.save_battle(named.to_payload())
     arena.vote("s", named.id, "b")
@@ -47,3 +48,25 @@ def test_ratings_and_matrices_from_rated_votes_only(arena):
     assert rates.loc[favourite, other] == pytest.approx((30 + 5) / 40)
     assert rates.loc[favourite, other] + rates.loc[other, favourite] == pytest.approx(1)
     assert board.counts.set_index("model").loc[favourite, other] == 40
+
+
+def test_prompt_set_votes_count_once_per_voter_and_pair_and_not_at_all_by_default(tmp_path):
+    pairs = ROOT / "data" / "prompts_pairs.jsonl"
+    for rated in (True, False):
+        store = VoteStore(f"sqlite:///{tmp_path / f'{rated}.db'}", prompt_set_rated=rated)
+        arena = Arena(ArenaConfig(db=store.url, pairs=pairs, rate_limit=10_000), store, {})
+        arena.pairs = arena.pairs[:2]
+        for i in range(30):  # one voter stuffing two pairs
+            arena.vote("stuffer", arena.serve_pair("stuffer").id, "a")
+        arena.vote("other", arena.serve_pair("other").id, "b")
+        counted = store.records(ratable=True)
+        assert len(store.records()) == 31
+        if rated:
+            assert sorted((r.judge, r.pair_id) for r in counted) == sorted(
+                {(r.judge, r.pair_id) for r in store.records()})
+            assert sum(r.judge == f"human:{store.hash_id('stuffer')}" for r in counted) <= 2
+            assert sum(c for *_, c in store.outcome_counts()) == len(counted)
+        else:
+            assert counted == [] and store.outcome_counts() == []
+            assert "prompt-set votes, whose fixed answers" in compute(store, bootstrap=10).summary
+        store.close()

@@ -79,8 +79,11 @@ def test_thousand_votes_fifty_voters_and_a_sigkill(tmp_path):
 [arena]
 models = []
 pairs = "{PAIRS}"
-[arena.rate_limit]
+[arena.rate_limit]  # every voter is on 127.0.0.1, so the per-address limits must allow all 50
 actions = 100000
+per_address = 100000
+new_sessions_per_address = 1000
+global = 100000
 """)
     db = tmp_path / "votes.db"
     server = AppProcess(config, f"sqlite:///{db}", tmp_path / "app.log").start()

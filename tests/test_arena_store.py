@@ -14,6 +14,7 @@ from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.errors import AlreadyVoted, NotReady, RateLimited, Refused, UnknownBattle
 from arena.export import main as export_main
+from arena.sessions import Voter
 from arena.store import VoteStore
 from core.records import Pair, Record, make_pair_id, read_records, write_records
 
@@ -144,12 +145,13 @@ def test_rate_limit_per_session(tmp_path):
 def test_identity_leak_is_flagged_and_not_ratable(tmp_path):
     config = ArenaConfig(db=f"sqlite:///{tmp_path / 'v.db'}",
                          pairs=write_pairs(tmp_path / "p.jsonl", n=2, leak_every=2), rate_limit=100)
-    store = VoteStore(config.db)
+    store = VoteStore(config.db, prompt_set_rated=True)
     arena = Arena(config, store, {})
     seen = {}
     while len(seen) < 2:
-        battle = arena.serve_pair("s")
-        record = arena.vote("s", battle.id, "a")
+        voter = f"s{len(store.records())}"
+        battle = arena.serve_pair(voter)
+        record = arena.vote(voter, battle.id, "a")
         seen[record.prompt_id] = record
     assert seen["q0"].meta["identity_leak"] is True
     assert set(seen["q0"].meta["identity_leak_names"]["a"] + seen["q0"].meta["identity_leak_names"]["b"]) \
@@ -247,4 +249,20 @@ def test_a_failing_write_in_a_group_commit_fails_alone(tmp_path):
     with store.engine.connect() as conn:
         keys = {k for (k,) in conn.execute(select(settings.c.key))}
     assert keys == {"voter_salt", "k0", "k1", "k2"}
+    store.close()
+
+
+def test_a_closed_pages_battle_is_kept_for_the_grace_period(tmp_path):
+    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'v.db'}", pairs=write_pairs(tmp_path / "p.jsonl"),
+                         unload_grace_s=0.3)
+    store = VoteStore(config.db)
+    arena = Arena(config, store, {})
+    page = Voter("token", "127.0.0.1", tab="tab-1")
+    battle = arena.serve_pair(page)
+    arena.forget(page, grace=True)  # the connection dropped ...
+    assert arena.current(page, "prompt_set") is battle  # ... and came back within the grace period
+    arena.forget(page, grace=True)
+    time.sleep(0.4)
+    assert arena.current(page, "prompt_set") is None  # gone for good after it
+    assert arena.current(Voter("token", tab="tab-2"), "prompt_set") is None  # tabs are apart
     store.close()

@@ -1,0 +1,81 @@
+"""Rate limits: per session, per client address, and for the whole server.
+
+A session limit alone trusts an identity the client picks: a client that starts a
+fresh session per request is never limited. So every action also counts against the
+client's network address (the one thing it cannot choose freely) and against one
+global budget that protects the machine from many addresses at once. New sessions are
+limited per address too, since each one is a fresh session-sized budget.
+
+Behind a reverse proxy every request comes from the proxy's address; the client's is in
+``X-Forwarded-For``, which only a trusted proxy may set (anyone can send the header).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+
+from arena.errors import RateLimited
+
+
+class SlidingWindow:
+    """At most ``limit`` events per key in any ``window_s`` seconds."""
+
+    def __init__(self, limit: int, window_s: float, what: str, max_keys: int = 100_000):
+        self.limit = limit
+        self.window_s = window_s
+        self.what = what  # "this session", ... for the message
+        self.max_keys = max_keys
+        self._events: OrderedDict[str, deque] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def check(self, key: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            events = self._events.pop(key, None) or deque()
+            while events and now - events[0] >= self.window_s:
+                events.popleft()
+            self._events[key] = events  # most recent last, so eviction drops idle ones
+            if len(self._events) > self.max_keys:
+                self._events.popitem(last=False)
+            if len(events) >= self.limit:
+                wait = self.window_s - (now - events[0])
+                raise RateLimited(f"Too many requests from {self.what}; try again in {max(wait, 1):.0f} s.")
+            events.append(now)
+
+
+class Limits:
+    """The arena's limits; ``check`` before every action, ``check_new_session`` before issuing one."""
+
+    def __init__(self, per_session: int, per_address: int, new_sessions: int, overall: int, window_s: float):
+        self.session = SlidingWindow(per_session, window_s, "this session")
+        self.address = SlidingWindow(per_address, window_s, "your network address")
+        self.sessions = SlidingWindow(new_sessions, window_s, "your network address (new sessions)")
+        self.overall = SlidingWindow(overall, window_s, "everyone at once: the server is busy")
+
+    def check(self, session: str, address: str | None) -> None:
+        self.overall.check("")
+        if address is not None:
+            self.address.check(address)
+        self.session.check(session)
+
+    def check_new_session(self, address: str | None) -> None:
+        self.overall.check("")
+        if address is not None:
+            self.sessions.check(address)
+
+
+def client_address(peer: str | None, forwarded_for: str | None, trusted_proxies: Iterable[str]) -> str | None:
+    """The client's address: the peer, or, when the peer is a trusted proxy, the nearest
+    untrusted hop in ``X-Forwarded-For`` (read right to left: the right end is what our
+    own proxies appended; whatever a client wrote sits further left)."""
+    trusted = set(trusted_proxies)
+    if peer not in trusted or not forwarded_for:
+        return peer
+    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+    for hop in reversed(hops):
+        if hop not in trusted:
+            return hop
+    return hops[0] if hops else peer
