@@ -264,6 +264,10 @@ class _Judge:
         meta = {"order": task.order, "mode": self.config.mode, "template_sha256": self.template.sha256,
                 "seed": self.config.seed}
         p = task.pair
+        # A judged text that holds a verdict marker may have steered the judge, defused or not.
+        suspect = self.template.markers_in(prompt=p.prompt, **task.shown, reference=p.reference)
+        if suspect:
+            meta["suspect_verdict"] = suspect
         fields = dict(pair_id=p.pair_id, prompt=p.prompt, **task.shown, judge=self.judge_id,
                       judge_family=self.judge_family, prompt_id=p.prompt_id, category=p.category,
                       reference=p.reference, template=self.template.name)

@@ -44,6 +44,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = ["BUILTIN", "JudgeTemplate", "TemplateError", "get_template"]
 
+WORD_JOINER = "\u2060"
 PAIRWISE = "pairwise"
 ABSOLUTE = "absolute"
 SCORES = ("1", "2", "3", "4", "5")
@@ -135,10 +136,28 @@ class JudgeTemplate:
         gap = self.logprob_prefix[len(prefix):]
         return prefix, [gap + label for label in self.labels]
 
+    def defuse(self, text: str) -> str:
+        """``text`` with each verdict marker in it broken by an invisible word joiner.
+
+        A judged answer that holds "[RESULT] A" would otherwise put the verdict in the
+        judge's mouth: a judge that quotes it writes a marker. Defused, the text reads the
+        same and a quote of it is no verdict. (A pattern that still matches the defused
+        text is left; the runner flags such verdicts anyway, see :meth:`markers_in`.)
+        """
+        return self.pattern.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
+
+    def markers_in(self, **texts: str | None) -> list[str]:
+        """The names of ``texts`` that hold a verdict marker: a verdict on them is suspect."""
+        return [name for name, text in texts.items() if text and self.pattern.search(text)]
+
     def messages(self, instruction: str, response_a: str, response_b: str,
                  reference: str | None = None) -> list[list[dict]]:
-        """The judge prompts for one ordered pair: one chat for pairwise, one per response for absolute."""
-        common = {"instruction": instruction, "reference": reference or None, "rubric": self.rubric}
+        """The judge prompts for one ordered pair: one chat for pairwise, one per response for absolute.
+
+        Verdict markers inside the judged texts are defused (:meth:`defuse`)."""
+        instruction, response_a, response_b = (self.defuse(t) for t in (instruction, response_a, response_b))
+        common = {"instruction": instruction, "reference": self.defuse(reference) if reference else None,
+                  "rubric": self.rubric}
         if self.kind == PAIRWISE:
             users = [self._render(common | {"response_a": response_a, "response_b": response_b})]
         else:
