@@ -1,4 +1,5 @@
-"""Rate limits: per session, per client address, and for the whole server.
+"""Limits on what clients may ask: rates per session, per client address and for the
+whole server, and the size of a request body (:class:`BodyLimit`, ASGI middleware).
 
 A session limit alone trusts an identity the client picks: a client that starts a
 fresh session per request is never limited. So every action also counts against the
@@ -16,6 +17,9 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.errors import RateLimited
 
@@ -79,3 +83,43 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted_proxies:
         if hop not in trusted:
             return hop
     return hops[0] if hops else peer
+
+
+class BodyLimit:
+    """Refuse a request body over ``max_bytes`` with 413, whether its length is declared or streamed.
+
+    A streamed body is cut off at the limit (the app sees it end there, and whatever it
+    answers is replaced by the 413), so no more than ``max_bytes`` is ever read.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = JSONResponse({"error": f"The request is larger than {self.max_bytes} bytes."}, status_code=413)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await too_large(scope, receive, send)
+        received, cut = 0, False
+
+        async def counted() -> Message:
+            nonlocal received, cut
+            if cut:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    cut = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+            return message
+
+        async def replaced(message: Message) -> None:
+            if not cut:
+                await send(message)
+            elif message["type"] == "http.response.start":
+                await too_large(scope, receive, send)
+
+        await self.app(scope, counted, replaced)

@@ -10,58 +10,19 @@ from __future__ import annotations
 import gradio as gr
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import api
 from arena.battles import Arena
 from arena.errors import RateLimited
+from arena.limits import BodyLimit
 from arena.sessions import SESSION_COOKIE
 from arena.ui import CSS, LEADERBOARD_PATH, SIDE_BY_SIDE_PATH, battle_page, leaderboard_page, side_by_side_page
 
 # System fonts: the default Google Fonts would be fetched from the internet on every page.
 THEME = gr.themes.Soft(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
 PAGES = {"", SIDE_BY_SIDE_PATH, LEADERBOARD_PATH}
-
-
-class BodyLimit:
-    """Refuse a request body over ``max_bytes`` with 413, whether its length is declared or streamed.
-
-    A streamed body is cut off at the limit (the app sees it end there, and whatever it
-    answers is replaced by the 413), so no more than ``max_bytes`` is ever read.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        too_large = JSONResponse({"error": f"The request is larger than {self.max_bytes} bytes."}, status_code=413)
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            return await too_large(scope, receive, send)
-        received, cut = 0, False
-
-        async def counted() -> Message:
-            nonlocal received, cut
-            if cut:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    cut = True
-                    return {"type": "http.request", "body": b"", "more_body": False}
-            return message
-
-        async def replaced(message: Message) -> None:
-            if not cut:
-                await send(message)
-            elif message["type"] == "http.response.start":
-                await too_large(scope, receive, send)
-
-        await self.app(scope, counted, replaced)
 
 
 class SessionCookie:
