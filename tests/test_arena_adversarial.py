@@ -18,6 +18,8 @@ from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 from core.records import Pair, make_pair_id, read_pairs, write_records
 
+pytestmark = pytest.mark.slow
+
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 
@@ -191,3 +193,42 @@ def test_oversized_bodies_are_refused_before_they_are_read(tmp_path, size):
         app.stop()
     assert declared.status_code == 413 and streamed.status_code == 413
     assert upload.status_code == 413, upload.text
+
+
+def test_panes_show_markup_in_answers_as_text(tmp_path):
+    hostile = ('<form action="http://127.0.0.1:9/steal"><input name="pw"></form>'
+               '![pixel](http://127.0.0.1:9/pixel.png) <img src="http://127.0.0.1:9/i.png"> [a link](http://x.test)')
+    source = read_pairs(PAIRS)[0]
+    write_records(tmp_path / "pairs.jsonl", [
+        Pair(pair_id=make_pair_id(source.prompt, hostile, hostile), prompt=source.prompt, model_a=MODELS[0],
+             model_b=MODELS[1], response_a=hostile, response_b=hostile)])
+    app, _ = start_app(tmp_path, pairs=tmp_path / "pairs.jsonl")
+    try:
+        with httpx.Client(base_url=app.url, timeout=30) as client:
+            client.get("/")
+            page = GradioPage(client)
+            shown = page.outputs_of("ps-next", page.click("ps-next"))
+    finally:
+        app.stop()
+    for pane in ("ps-response-a", "ps-response-b"):
+        (message,) = shown[pane]
+        text = message["content"][0]["text"]
+        assert "<form" not in text and "<input" not in text and "<img" not in text and "![" not in text
+        assert text.replace("\u200b", "") == hostile  # every character still shown, nothing dropped
+
+
+def test_a_full_generation_queue_turns_new_events_away(tmp_path):
+    config = tmp_path / "arena.toml"
+    config.write_text(f'[arena]\nmodels = {list(MODELS)!r}\nqueue_max_size = 3\n'
+                      '[arena.generation]\nmax_new_tokens = 96\n'.replace("'", '"'))
+    app = AppProcess(config, f"sqlite:///{tmp_path / 'votes.db'}", tmp_path / "app.log").start()
+    try:
+        with httpx.Client(base_url=app.url, timeout=30) as client:
+            client.get("/")
+            voter = GradioPage(client)
+            assert voter.join("send", ["Write a long story about the sea."]).status_code == 200
+            codes = [GradioPage(client).join("send", ["Hi"]).status_code for _ in range(8)]
+    finally:
+        app.stop()
+    # One event generating, queue_max_size waiting behind it; the rest refused at once.
+    assert codes.count(200) <= 3 and codes.count(503) >= 5, codes
