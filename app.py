@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from any local
+        # peer as the client's address; the arena's own trusted_proxies setting decides that.
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
     finally:
         store.close()
     return 0

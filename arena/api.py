@@ -31,9 +31,22 @@ def request_address(arena: Arena, request) -> str | None:
     return client_address(peer, request.headers.get("x-forwarded-for"), arena.config.trusted_proxies)
 
 
+def logged_in(arena: Arena, request) -> str | None:
+    """The user an authenticating proxy names in ``voter_header``; only a trusted proxy's word counts."""
+    header = arena.config.voter_header
+    peer = request.client.host if request.client else None
+    if not header or peer not in arena.config.trusted_proxies:
+        return None
+    return request.headers.get(header) or None
+
+
 def request_voter(arena: Arena, request, response: Response | None = None, tab: str = "") -> Voter:
-    """The request's voter: its signed session, or (with ``response``) a new one set as cookie."""
+    """The request's voter: a logged-in user, its signed session, or (with ``response``)
+    a new session set as cookie."""
     address = request_address(arena, request)
+    user = logged_in(arena, request)
+    if user:
+        return Voter(f"user:{user}", address, tab, authenticated=True)
     token = arena.sessions.verify(request.cookies.get(SESSION_COOKIE))
     if token is None:
         if response is None:

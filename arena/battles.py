@@ -320,7 +320,7 @@ class Arena:
         params = {k: v for k, v in self.config.params.to_dict().items() if k != "seed"}
         battle = Battle(
             id=secrets.token_urlsafe(18),
-            session=self.store.hash_id(voter.token),
+            session=self.store.voter_id(voter.token, voter.authenticated),
             mode=mode,
             models=(pair[0], pair[1]),
             families=(family_of(pair[0], self.model_config), family_of(pair[1], self.model_config)),
@@ -489,7 +489,7 @@ class Arena:
         (left, fam_l, resp_l), (right, fam_r, resp_r) = sides
         battle = Battle(
             id=secrets.token_urlsafe(18),
-            session=self.store.hash_id(voter.token),
+            session=self.store.voter_id(voter.token, voter.authenticated),
             mode="prompt_set",
             models=(left, right),
             families=(fam_l or family_of(left, self.model_config), fam_r or family_of(right, self.model_config)),
@@ -515,7 +515,7 @@ class Arena:
             battle = self._live.get(battle_id)
         # Another session's battle is left to the store, which answers "not served to you"
         # whatever its state: its state is not this voter's business.
-        if battle is not None and battle.session != self.store.hash_id(voter.token):
+        if battle is not None and battle.session != self.store.voter_id(voter.token, voter.authenticated):
             battle = None
         # The store holds the last completed turn; a turn still streaming is not votable.
         if battle is not None and battle.state == "streaming":
@@ -523,7 +523,8 @@ class Arena:
         if battle is not None and battle.state == "failed":
             raise NotReady("This battle failed before both answers were complete; start a new round.")
         winner = CHOICES[choice]
-        record = self.store.cast_vote(battle_id, voter.token, lambda payload, t: build_record(payload, winner, t))
+        record = self.store.cast_vote(battle_id, voter.token, lambda payload, t: build_record(payload, winner, t),
+                                      authenticated=voter.authenticated)
         if battle is not None:
             battle.voted = True
         return record

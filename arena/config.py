@@ -39,7 +39,8 @@ class ArenaConfig:
     trusted_proxies: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
     queue_max_size: int = 16  # Gradio events waiting per page; more are turned away
     max_body_bytes: int = 1_000_000  # request bodies and uploads
-    prompt_set_rated: bool = False  # count prompt-set votes (one per voter and pair): only with real logins
+    prompt_set_rated: bool = False  # count logged-in voters' prompt-set votes (one per voter and pair)
+    voter_header: str = ""  # header naming the logged-in user, set by a trusted (authenticating) proxy
     reveal: str = "common_pace"  # common_pace: both panes grow together; when_done: nothing until both end
     unload_grace_s: float = 60.0  # a closed page's battle is kept this long (a reconnect finds it)
     max_concurrent_generations: int = 1
@@ -101,6 +102,7 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         queue_max_size=int(raw.get("queue_max_size", ArenaConfig.queue_max_size)),
         max_body_bytes=int(raw.get("max_body_bytes", ArenaConfig.max_body_bytes)),
         prompt_set_rated=bool(raw.get("prompt_set_rated", False)),
+        voter_header=raw.get("voter_header", ""),
         reveal=raw.get("reveal", ArenaConfig.reveal),
         unload_grace_s=float(raw.get("unload_grace_s", ArenaConfig.unload_grace_s)),
         max_concurrent_generations=int(raw.get("max_concurrent_generations", 1)),

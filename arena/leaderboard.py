@@ -44,7 +44,7 @@ def compute(store: VoteStore, bootstrap: int = 200, seed: int = 0) -> Leaderboar
     everything = store.count_votes()
     records = store.records(ratable=True)
     excluded = everything - len(records)
-    prompt_set = ("prompt-set votes after a voter's first on a pair" if store.prompt_set_rated
+    prompt_set = ("prompt-set votes other than a logged-in voter's first on each pair" if store.prompt_set_rated
                   else "prompt-set votes, whose fixed answers a voter can recognise")
     note = (f"{len(records)} rated votes; {excluded} more stored but not rated "
             f"(named side-by-side votes, {prompt_set}, or answers that named a model).")

@@ -18,12 +18,14 @@ SESSION_COOKIE = "arena_session"
 
 @dataclass(frozen=True)
 class Voter:
-    """Who acts: ``token`` is the verified session id, ``address`` the client's network
-    address (for its limits), ``tab`` one page of the session (two tabs, two battles)."""
+    """Who acts: ``token`` is the verified session id (or ``user:NAME`` for a voter a
+    trusted proxy logged in), ``address`` the client's network address (for its limits),
+    ``tab`` one page of the session (two tabs, two battles)."""
 
     token: str
     address: str | None = None
     tab: str = ""
+    authenticated: bool = False
 
 
 class SessionSigner:

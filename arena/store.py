@@ -50,6 +50,7 @@ from core.records import Record
 
 log = logging.getLogger(__name__)
 metadata = MetaData()
+AUTHENTICATED = "u-"  # prefix of a logged-in voter's id
 
 settings = Table(
     "arena_settings", metadata,
@@ -233,6 +234,10 @@ class VoteStore:
         """A stable pseudonym for a session or voter token; the token itself is never stored."""
         return hashlib.sha256(f"{self._salt}\x1f{raw}".encode()).hexdigest()[:16]
 
+    def voter_id(self, token: str, authenticated: bool = False) -> str:
+        """The stored voter: the token's pseudonym, marked ``u-`` for a logged-in voter."""
+        return (AUTHENTICATED if authenticated else "") + self.hash_id(token)
+
     # -- writes (all through the writer) ------------------------------------------------
     def save_battle(self, payload: dict) -> None:
         """Insert or update a served battle (``payload`` from ``Battle.to_payload``)."""
@@ -252,13 +257,14 @@ class VoteStore:
 
         self._writer.submit(write)
 
-    def cast_vote(self, battle_id: str, session: str, make_record: Callable[[dict, float], Record]) -> Record:
+    def cast_vote(self, battle_id: str, session: str, make_record: Callable[[dict, float], Record],
+                  authenticated: bool = False) -> Record:
         """Store the vote on ``battle_id`` cast by ``session`` (raw token), once.
 
         ``make_record(payload, tstamp)`` builds the record from the stored battle, so the
         vote is bound to exactly what the server served. Raises :class:`Refused`.
         """
-        hashed = self.hash_id(session)
+        hashed = self.voter_id(session, authenticated)
 
         def write(conn: Connection) -> Record:
             row = conn.execute(
@@ -297,13 +303,15 @@ class VoteStore:
     # -- reads ---------------------------------------------------------------------------
     def ratable(self):
         """The votes ratings count: anonymous, leak-free, and no prompt-set votes unless
-        ``prompt_set_rated``; then only each voter's first vote on each pair. (A prompt-set
-        pair's answers are fixed texts, so a voter who saw one reveal knows who wrote them.)"""
+        ``prompt_set_rated``; then only logged-in voters' first vote on each pair. (A
+        prompt-set pair's answers are fixed texts, so a voter who saw one reveal knows who
+        wrote them; only a login stops one person from voting as many.)"""
         clean = and_(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
         live = votes.c.mode != "prompt_set"
         if not self.prompt_set_rated:
             return and_(clean, live)
-        first = (select(func.min(votes.c.id)).where(clean, votes.c.mode == "prompt_set")
+        first = (select(func.min(votes.c.id))
+                 .where(clean, votes.c.mode == "prompt_set", votes.c.voter.startswith(AUTHENTICATED))
                  .group_by(votes.c.voter, votes.c.pair_id))
         return and_(clean, or_(live, votes.c.id.in_(first)))
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from arena.api import GENERIC_ERROR, request_address
+from arena.api import GENERIC_ERROR, request_voter
 from arena.battles import Arena, Battle
-from arena.errors import Refused
-from arena.sessions import SESSION_COOKIE, Voter
+from arena.errors import Refused, UnknownBattle
+from arena.sessions import Voter
 from core.records import Record
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,10 @@ def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
 def _voter(arena: Arena, request: gr.Request) -> Voter:
     """The page's voter: the signed session cookie (never Gradio's client-chosen session
     hash, which only tells the page's tabs apart)."""
-    token = arena.sessions.verify(request.cookies.get(SESSION_COOKIE))
-    if token is None:
-        raise Refused("Your session is missing or has expired: reload the page.")
-    return Voter(token, request_address(arena, request), tab=request.session_hash or "")
+    try:
+        return request_voter(arena, request, tab=request.session_hash or "")
+    except UnknownBattle:
+        raise Refused("Your session is missing or has expired: reload the page.") from None
 
 
 def _guarded(status: gr.Markdown):
@@ -295,7 +295,8 @@ def _prompt_set(arena: Arena) -> None:
     if not arena.pairs:
         gr.Markdown("No prompt set with pre-generated answers is configured (`pairs` in the arena config).")
         return
-    counted = ("Only your first vote on each pair counts on the leaderboard." if arena.config.prompt_set_rated
+    counted = ("Only a logged-in voter's first vote on each pair counts on the leaderboard."
+               if arena.config.prompt_set_rated
                else "These votes are stored for analysis but not counted on the leaderboard: the answers are "
                     "fixed texts, so once names are revealed a pair is no longer blind.")
     gr.Markdown("Vote on a fixed, curated set of prompts with pre-generated answers: the same pairs "

@@ -74,6 +74,8 @@ def test_fresh_and_invented_sessions_are_limited_per_address(tmp_path):
         # 8 sessions per address; AppProcess's readiness probe loaded the page and took one.
         assert codes.count(200) == 7 and codes.count(429) == 33
         assert "kept the forged one" not in cookies  # a forged cookie is replaced by a signed one
+        spoofed = httpx.post(f"{app.url}/arena-api/battles", headers={"X-Forwarded-For": "10.9.9.9"})
+        assert spoofed.status_code == 429  # no proxy is trusted: the header names no address
         # Valid sessions share their address's budget: 25 actions in all, 7 spent above.
         spent = []
         for i in range(40):
@@ -232,3 +234,38 @@ def test_a_full_generation_queue_turns_new_events_away(tmp_path):
         app.stop()
     # One event generating, queue_max_size waiting behind it; the rest refused at once.
     assert codes.count(200) <= 3 and codes.count(503) >= 5, codes
+
+
+def test_behind_a_trusted_proxy_limits_follow_the_client_and_logged_in_votes_count_once(tmp_path):
+    app, db = start_app(tmp_path, 'prompt_set_rated = true\nvoter_header = "X-Forwarded-User"\n'
+                        '[arena.rate_limit]\nper_address = 20\nnew_sessions_per_address = 100\n'
+                        'trusted_proxies = ["127.0.0.1"]\n')
+    try:
+        def battles(headers: dict, n: int) -> list[int]:
+            codes = []
+            for _ in range(n):
+                with httpx.Client(base_url=app.url, headers=headers, timeout=10) as client:
+                    codes.append(client.post("/arena-api/battles").status_code)
+            return codes
+
+        assert battles({"X-Forwarded-For": "10.0.0.2"}, 22).count(200) == 20  # its own budget ...
+        assert battles({"X-Forwarded-For": "10.0.0.3"}, 3) == [200] * 3  # ... not its neighbour's
+        # A client cannot pick its address: the proxy appends the real one on the right.
+        assert battles({"X-Forwarded-For": "10.0.0.4, 10.0.0.2"}, 1) == [429]
+        alice = {"X-Forwarded-User": "alice", "X-Forwarded-For": "10.0.0.5"}
+        with httpx.Client(base_url=app.url, headers=alice, timeout=10) as client:  # logged in: no cookie needed
+            for _ in range(9):  # alice votes again and again on the 32 pairs
+                battle = client.post("/arena-api/battles").json()
+                assert client.post("/arena-api/votes", json={"battle_id": battle["battle_id"],
+                                                             "choice": "a"}).status_code == 200
+            assert "arena_session" not in client.cookies
+    finally:
+        app.stop()
+    store = VoteStore(db, prompt_set_rated=True)
+    try:
+        alice_votes = store.records()
+        counted = store.records(ratable=True)
+        assert len(alice_votes) == 9 and all(r.judge.startswith("human:u-") for r in alice_votes)
+        assert len(counted) == len({r.pair_id for r in alice_votes})  # her first vote on each pair
+    finally:
+        store.close()

@@ -8,6 +8,7 @@ from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.leaderboard import compute
 from arena.process import ROOT
+from arena.sessions import Voter
 from arena.store import VoteStore
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
@@ -15,7 +16,7 @@ PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 
 @pytest.fixture
 def arena(tmp_path):
-    # Each voter's first vote on a pair counts; these tests vote as one voter per battle.
+    # A logged-in voter's first vote on a pair counts; these tests vote as one voter per battle.
     store = VoteStore(f"sqlite:///{tmp_path / 'votes.db'}", prompt_set_rated=True)
     yield Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=10_000), store, {})
     store.close()
@@ -29,13 +30,14 @@ def test_empty_store_says_so(arena):
 def test_ratings_and_matrices_from_rated_votes_only(arena):
     favourite = arena.pairs[0].model_a
     for i in range(40):
-        battle = arena.serve_pair(f"voter-{i}")
+        battle = arena.serve_pair(Voter(f"voter-{i}", authenticated=True))
         # the favourite wins 3 of 4 battles, whichever side it was shown on
         choice = ("a" if battle.models[0] == favourite else "b") if i % 4 else "tie"
-        arena.vote(f"voter-{i}", battle.id, choice)
-    named = dataclasses.replace(arena.serve_pair("s"), id="named-battle", mode="side_by_side")
+        arena.vote(Voter(f"voter-{i}", authenticated=True), battle.id, choice)
+    someone = Voter("s", authenticated=True)
+    named = dataclasses.replace(arena.serve_pair(someone), id="named-battle", mode="side_by_side")
     arena.store.save_battle(named.to_payload())
-    arena.vote("s", named.id, "b")
+    arena.vote(someone, named.id, "b")
 
     board = compute(arena.store, bootstrap=50)
     assert "40 rated votes; 1 more stored but not rated" in board.summary
@@ -50,21 +52,24 @@ def test_ratings_and_matrices_from_rated_votes_only(arena):
     assert board.counts.set_index("model").loc[favourite, other] == 40
 
 
-def test_prompt_set_votes_count_once_per_voter_and_pair_and_not_at_all_by_default(tmp_path):
+def test_prompt_set_votes_count_once_per_logged_in_voter_and_pair_and_not_at_all_by_default(tmp_path):
     pairs = ROOT / "data" / "prompts_pairs.jsonl"
+    stuffer, other = Voter("user:stuffer", authenticated=True), Voter("user:other", authenticated=True)
     for rated in (True, False):
         store = VoteStore(f"sqlite:///{tmp_path / f'{rated}.db'}", prompt_set_rated=rated)
         arena = Arena(ArenaConfig(db=store.url, pairs=pairs, rate_limit=10_000), store, {})
         arena.pairs = arena.pairs[:2]
-        for i in range(30):  # one voter stuffing two pairs
-            arena.vote("stuffer", arena.serve_pair("stuffer").id, "a")
-        arena.vote("other", arena.serve_pair("other").id, "b")
+        for _ in range(30):  # one logged-in voter stuffing two pairs
+            arena.vote(stuffer, arena.serve_pair(stuffer).id, "a")
+        arena.vote(other, arena.serve_pair(other).id, "b")
+        for i in range(5):  # sessions nobody logged in: never counted
+            arena.vote(f"anonymous-{i}", arena.serve_pair(f"anonymous-{i}").id, "b")
         counted = store.records(ratable=True)
-        assert len(store.records()) == 31
+        assert len(store.records()) == 36
         if rated:
-            assert sorted((r.judge, r.pair_id) for r in counted) == sorted(
-                {(r.judge, r.pair_id) for r in store.records()})
-            assert sum(r.judge == f"human:{store.hash_id('stuffer')}" for r in counted) <= 2
+            logged_in = {(r.judge, r.pair_id) for r in store.records() if r.judge.startswith("human:u-")}
+            assert sorted((r.judge, r.pair_id) for r in counted) == sorted(logged_in)
+            assert sum(r.judge == f"human:{store.voter_id('user:stuffer', True)}" for r in counted) <= 2
             assert sum(c for *_, c in store.outcome_counts()) == len(counted)
         else:
             assert counted == [] and store.outcome_counts() == []

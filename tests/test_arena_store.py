@@ -149,7 +149,7 @@ def test_identity_leak_is_flagged_and_not_ratable(tmp_path):
     arena = Arena(config, store, {})
     seen = {}
     while len(seen) < 2:
-        voter = f"s{len(store.records())}"
+        voter = Voter(f"s{len(store.records())}", authenticated=True)
         battle = arena.serve_pair(voter)
         record = arena.vote(voter, battle.id, "a")
         seen[record.prompt_id] = record
