@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("records", "fastchat"), default="records",
                         help="records: JSONL records (default); fastchat: a JSON list of battles")
     parser.add_argument("--ratable-only", action="store_true",
-                        help="only anonymous votes whose answers did not name a model")
+                        help="only the votes ratings count: anonymous, answers that named no model, "
+                             "no prompt-set votes")
     args = parser.parse_args(argv)
     url = db_url(args.db, Path.cwd())
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
