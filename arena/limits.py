@@ -59,16 +59,18 @@ class Limits:
         self.sessions = SlidingWindow(new_sessions, window_s, "your network address (new sessions)")
         self.overall = SlidingWindow(overall, window_s, "everyone at once: the server is busy")
 
+    # The narrowest limit first: what one client's flood is refused for never reaches
+    # (and so never spends) the budget that everyone shares.
     def check(self, session: str, address: str | None) -> None:
-        self.overall.check("")
         if address is not None:
             self.address.check(address)
         self.session.check(session)
+        self.overall.check("")
 
     def check_new_session(self, address: str | None) -> None:
-        self.overall.check("")
         if address is not None:
             self.sessions.check(address)
+        self.overall.check("")
 
 
 def client_address(peer: str | None, forwarded_for: str | None, trusted_proxies: Iterable[str]) -> str | None:
