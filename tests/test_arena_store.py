@@ -266,3 +266,19 @@ def test_a_closed_pages_battle_is_kept_for_the_grace_period(tmp_path):
     assert arena.current(page, "prompt_set") is None  # gone for good after it
     assert arena.current(Voter("token", tab="tab-2"), "prompt_set") is None  # tabs are apart
     store.close()
+
+
+def test_a_failed_insert_is_an_error_not_already_voted(arena, tmp_path):
+    from sqlalchemy.exc import IntegrityError
+
+    battle = arena.serve_pair("s")
+    con = sqlite3.connect(tmp_path / "votes.db", timeout=30)
+    con.execute("CREATE TRIGGER refuse BEFORE INSERT ON votes BEGIN SELECT RAISE(ABORT, 'no'); END")
+    con.commit()
+    with pytest.raises(IntegrityError):  # the vote was not stored: saying "already voted" would lie
+        arena.vote("s", battle.id, "a")
+    con.execute("DROP TRIGGER refuse")
+    con.commit()
+    assert arena.vote("s", battle.id, "a").winner == "model_a"
+    with pytest.raises(AlreadyVoted):
+        arena.vote("s", battle.id, "b")
