@@ -57,6 +57,9 @@ class Limits:
         self.session = SlidingWindow(per_session, window_s, "this session")
         self.address = SlidingWindow(per_address, window_s, "your network address")
         self.sessions = SlidingWindow(new_sessions, window_s, "your network address (new sessions)")
+        # Page events join Gradio's queue before any handler sees a session: bounded per
+        # address too, so invented sessions cannot keep the queue full.
+        self.events = SlidingWindow(per_address, window_s, "your network address (page events)")
         self.overall = SlidingWindow(overall, window_s, "everyone at once: the server is busy")
 
     # The narrowest limit first: what one client's flood is refused for never reaches
@@ -66,6 +69,10 @@ class Limits:
             self.address.check(address)
         self.session.check(session)
         self.overall.check("")
+
+    def check_event(self, address: str | None) -> None:
+        if address is not None:
+            self.events.check(address)
 
     def check_new_session(self, address: str | None) -> None:
         if address is not None:

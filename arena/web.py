@@ -1,8 +1,8 @@
 """The web app: the HTTP API and the three Gradio pages on one FastAPI server.
 
-Two pieces of plain ASGI middleware sit in front of everything: a cap on request bodies
-(uploads included), and the session cookie, issued and signed when a page is loaded
-without one (see :mod:`arena.sessions`).
+Plain ASGI middleware sits in front of everything: a cap on request bodies (uploads
+included), the session cookie, issued and signed when a page is loaded without one (see
+:mod:`arena.sessions`), and a per-address limit on joining Gradio's event queue.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import gradio as gr
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import api
@@ -57,6 +57,21 @@ class SessionCookie:
         await self.app(scope, receive, with_cookie)
 
 
+class EventLimit:
+    """Joining a page's event queue counts against the client's address (429 when over)."""
+
+    def __init__(self, app: ASGIApp, arena: Arena):
+        self.app, self.arena = app, arena
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/queue/join"):
+            try:
+                self.arena.limits.check_event(api.request_address(self.arena, Request(scope)))
+            except RateLimited as exc:
+                return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def build_app(arena: Arena) -> FastAPI:
     app = FastAPI(title="Pairwise Arena", docs_url=None, redoc_url=None)
     api.install(app, arena)
@@ -71,5 +86,6 @@ def build_app(arena: Arena) -> FastAPI:
         gr.mount_gradio_app(app, page, path=path, footer_links=[], run_history=False, css=CSS,
                             theme=THEME, show_error=False, max_file_size=arena.config.max_body_bytes)
     app.add_middleware(SessionCookie, arena=arena)
+    app.add_middleware(EventLimit, arena=arena)
     app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
     return app

@@ -88,6 +88,9 @@ def test_fresh_and_invented_sessions_are_limited_per_address(tmp_path):
             client.cookies.set("arena_session", "made-up.session")
             status = page.outputs_of("ps-next", page.click("ps-next"))["ps-status"]
             assert "reload the page" in status
+            # Page events from invented sessions are bounded per address as well.
+            joins = [GradioPage(client).join("ps-next").status_code for _ in range(30)]
+            assert joins.count(429) >= 5 and joins.count(200) <= 25
     finally:
         app.stop()
     rows = sqlite3.connect(tmp_path / "votes.db").execute("SELECT count(*) FROM battles").fetchone()[0]
