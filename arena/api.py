@@ -1,4 +1,10 @@
-"""The HTTP API beside the UI: prompt-set battles and votes, for scripts and load tests.
+"""The HTTP API beside the UI: battles (open prompt or prompt set), follow-up turns and
+votes, for scripts and load tests.
+
+* ``POST /arena-api/battles`` with ``{"prompt": ...}``: two models drawn by the configured
+  sampler answer; without a prompt, a prompt-set pair. Both answers, no model names.
+* ``POST /arena-api/battles/{id}/turns`` with ``{"prompt": ...}``: a follow-up turn.
+* ``POST /arena-api/votes`` with ``{"battle_id", "choice"}``: the vote reveals the names.
 
 Same rules as the UI, through the same :class:`~arena.battles.Arena` and so the same
 single write path. The session is an HttpOnly cookie the server issues and signs with
@@ -12,11 +18,12 @@ from __future__ import annotations
 import logging
 
 from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from arena.battles import Arena
-from arena.errors import Refused, UnknownBattle
+from arena.errors import ModelFailed, Refused, UnknownBattle
 from arena.limits import client_address
 from arena.sessions import SESSION_COOKIE, Voter
 
@@ -60,6 +67,10 @@ def set_session_cookie(response: Response, token: str) -> None:
     response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="strict", max_age=30 * 86400)
 
 
+class PromptIn(BaseModel):
+    prompt: str | None = None
+
+
 class VoteIn(BaseModel):
     battle_id: str
     choice: str  # a | b | tie | bothbad
@@ -71,12 +82,30 @@ def api_router(arena: Arena) -> APIRouter:
     # Plain `def` handlers: FastAPI runs them in its thread pool, where waiting on the
     # store's writer does not block the event loop that also serves the UI.
     @router.post("/battles")
-    def serve_pair(request: Request, response: Response) -> dict:
-        """A prompt-set battle: the prompt and both answers, no model names."""
-        battle = arena.serve_pair(request_voter(arena, request, response))
-        turn = battle.turns[-1]
-        return {"battle_id": battle.id, "prompt": turn.prompt,
-                "response_a": turn.response_a, "response_b": turn.response_b}
+    def serve_pair(request: Request, response: Response, body: PromptIn | None = None):
+        """A battle on ``prompt`` (or a prompt-set pair without one): both answers, no model names."""
+        new = arena.sessions.verify(request.cookies.get(SESSION_COOKIE)) is None
+        voter = request_voter(arena, request, response)
+        try:
+            if body is not None and body.prompt is not None:
+                battle = arena.answer(arena.start(voter, body.prompt))
+            else:
+                battle = arena.serve_pair(voter)
+        except Refused as exc:  # answered here, so a new session's cookie still reaches the voter
+            refused = _refusal(exc)
+            if new:
+                set_session_cookie(refused, voter.token)
+            return refused
+        return _shown(battle)
+
+    @router.post("/battles/{battle_id}/turns")
+    def follow_up(battle_id: str, body: PromptIn, request: Request) -> dict:
+        """Another user turn in an open-prompt battle; both models answer it."""
+        voter = request_voter(arena, request)
+        battle = arena.find(voter, battle_id)
+        if battle.mode == "prompt_set":
+            raise Refused("A prompt-set battle has one fixed turn; vote on it, or start a new one.")
+        return _shown(arena.answer(arena.follow_up(voter, battle, body.prompt or "")))
 
     @router.post("/votes")
     def vote(body: VoteIn, request: Request) -> dict:
@@ -88,12 +117,30 @@ def api_router(arena: Arena) -> APIRouter:
     return router
 
 
+def _refusal(exc: Refused) -> JSONResponse:
+    body = {"error": str(exc)}
+    if isinstance(exc, ModelFailed):  # the failed battle exists; say which, so a client can see it is closed
+        body["battle_id"] = exc.battle_id
+    return JSONResponse(body, status_code=exc.status)
+
+
+def _shown(battle) -> dict:
+    turn = battle.turns[-1]
+    return {"battle_id": battle.id, "turn": len(battle.turns), "prompt": turn.prompt,
+            "response_a": turn.response_a, "response_b": turn.response_b}
+
+
 def install(app: FastAPI, arena: Arena) -> None:
     app.include_router(api_router(arena))
 
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return JSONResponse({"error": f"Malformed request ({where}); nothing was stored."}, status_code=422)
+
     @app.exception_handler(Refused)
     async def refused(_request: Request, exc: Refused) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return _refusal(exc)
 
     @app.exception_handler(Exception)
     async def failed(request: Request, exc: Exception) -> JSONResponse:

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from arena.config import ArenaConfig
-from arena.errors import NotReady, Refused
+from arena.errors import ModelFailed, NotReady, Refused, UnknownBattle
+from arena.hygiene import Caps
 from arena.leak import LeakDetector
 from arena.limits import Limits
 from arena.sampling import PairSampler
@@ -34,7 +35,7 @@ from core.backends.base import BackendError, GenerationParams, Model
 from core.models import DEFAULT_CONFIG as MODELS_CONFIG
 from core.models import family_of, resolve
 from core.records import Pair, Record, make_pair_id, read_pairs
-from judges.prompt_sets import PromptItem, load_prompts
+from core.prompts import PromptItem, load_prompts
 
 # Voter's button -> the record's winner value (FastChat's vocabulary).
 CHOICES = {"a": "model_a", "b": "model_b", "tie": "tie", "bothbad": "tie (bothbad)"}
@@ -93,6 +94,7 @@ class Battle:
     category: str | None = None
     source: str | None = None  # the PAIRS file a prompt-set battle came from
     leaks: dict = field(default_factory=lambda: {"a": [], "b": []})
+    tab: str = ""  # the page of the session it was served to (sessions.Voter.tab)
 
     @property
     def anony(self) -> bool:
@@ -117,6 +119,7 @@ class Battle:
     def from_payload(cls, data: Mapping) -> Battle:
         data = dict(data)
         data.pop("anony", None)
+        data.pop("closed", None)  # the store's, not the battle's
         data["turns"] = [Turn(**t) for t in data["turns"]]
         data["models"] = tuple(data["models"])
         data["families"] = tuple(data["families"])
@@ -199,7 +202,9 @@ class Arena:
         # (token, tab, mode) -> the battle id that page shows
         self._current: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._drawn: OrderedDict[tuple[str, str], PromptItem] = OrderedDict()  # (token, tab) -> last drawn
-        self._unloaded: OrderedDict[tuple[str, str], float] = OrderedDict()  # (token, tab) -> forget at
+        # (token, tab) -> (forget at, voter id); what was forgotten, to close in the store
+        self._unloaded: OrderedDict[tuple[str, str], tuple[float, str]] = OrderedDict()
+        self._expired: list[tuple[str, str, tuple[str, ...]]] = []
         self._lock = threading.Lock()
         # Every page (anonymous, named) streams through here: one cap for the machine.
         self._generations = threading.BoundedSemaphore(config.max_concurrent_generations)
@@ -222,13 +227,34 @@ class Arena:
     def _check(self, voter: Voter) -> None:
         self.limits.check(voter.token, voter.address)
 
+    def _voter_id(self, voter: Voter) -> str:
+        return self.store.voter_id(voter.token, voter.authenticated)
+
+    # The store holds every battle and which one is each page's current one, so any
+    # replica can continue, regenerate or vote on a battle another one served. Memory
+    # only holds what this process is streaming right now (and a cache of the rest).
     def current(self, session: str | Voter, mode: str) -> Battle | None:
+        """The page's battle in ``mode`` (None after a new round), wherever it was served."""
         voter = _voter(session)
         with self._lock:
             self._sweep()
             self._unloaded.pop((voter.token, voter.tab), None)  # the page is back
             battle_id = self._current.get((voter.token, voter.tab, mode))
-            return self._live.get(battle_id) if battle_id else None
+            cached = self._live.get(battle_id) if battle_id else None
+        self._close_expired()
+        if cached is not None and cached.state == "streaming":
+            return cached  # being answered here; the store has its last completed turn
+        if cached is not None:
+            payload = self.store.load_battle(cached.id)  # another replica may have moved it on
+        else:
+            payload = self.store.current_battle(self._voter_id(voter), voter.tab, mode)
+        if payload is None or payload.get("closed"):
+            return None
+        battle = Battle.from_payload(payload)
+        if battle == cached:
+            return cached
+        self._remember(voter, battle)
+        return battle
 
     def _remember(self, voter: Voter, battle: Battle) -> None:
         key = (voter.token, voter.tab, battle.mode)
@@ -243,19 +269,23 @@ class Arena:
                 self._current.popitem(last=False)
 
     def forget(self, session: str | Voter, modes: Sequence[str] = MODES, grace: bool = False) -> None:
-        """Drop a page's current battles from memory (what was stored stays stored).
+        """Close a page's current battles, here and in the store (what was stored stays stored).
 
         New round forgets one mode's battle, so the next prompt starts a new battle. A
         closed page (``grace``) forgets them all after ``unload_grace_s``, unless the page
-        comes back first: a dropped connection that reconnects keeps its battle.
+        comes back first (to this replica or another): a dropped connection that
+        reconnects keeps its battle.
         """
         voter = _voter(session)
         with self._lock:
             if grace:
-                self._unloaded[(voter.token, voter.tab)] = time.monotonic() + self.config.unload_grace_s
+                deadline = time.monotonic() + self.config.unload_grace_s
+                self._unloaded[(voter.token, voter.tab)] = (deadline, self._voter_id(voter))
                 self._sweep()
-                return
-            self._drop(voter.token, voter.tab, modes)
+            else:
+                self._drop(voter.token, voter.tab, modes)
+                self._expired.append((self._voter_id(voter), voter.tab, tuple(modes)))
+        self._close_expired()
 
     def _drop(self, token: str, tab: str, modes: Sequence[str]) -> None:  # holding self._lock
         for mode in modes:
@@ -268,11 +298,19 @@ class Arena:
     def _sweep(self) -> None:  # holding self._lock; deadlines are in insertion order
         now = time.monotonic()
         while self._unloaded:
-            (token, tab), deadline = next(iter(self._unloaded.items()))
+            (token, tab), (deadline, voter_id) = next(iter(self._unloaded.items()))
             if deadline > now:
                 break
             del self._unloaded[(token, tab)]
             self._drop(token, tab, MODES)
+            self._expired.append((voter_id, tab, MODES))
+
+    def _close_expired(self) -> None:
+        """Close in the store what was dropped here, so no replica brings it back (not holding the lock)."""
+        with self._lock:
+            expired, self._expired = self._expired, []
+        for voter_id, tab, modes in expired:
+            self.store.close_battles(voter_id, tab, modes)
 
     def draw_prompt(self, session: str | Voter) -> PromptItem:
         if not self.prompts:
@@ -321,6 +359,7 @@ class Arena:
         battle = Battle(
             id=secrets.token_urlsafe(18),
             session=self.store.voter_id(voter.token, voter.authenticated),
+            tab=voter.tab,
             mode=mode,
             models=(pair[0], pair[1]),
             families=(family_of(pair[0], self.model_config), family_of(pair[1], self.model_config)),
@@ -377,14 +416,15 @@ class Arena:
         turn = battle.turns[-1]
         params = GenerationParams(**{**battle.params, "stop": tuple(battle.params["stop"])}, seed=turn.seed)
         pieces: queue.Queue = queue.Queue()
-        cancel = threading.Event()
+        cancel = threading.Event()  # set once the generation slot is given back
+        abandon = threading.Event()  # one pane failed: the other stops too
         turn.latency = {"started": time.time()}
 
         def run(side: str, model: Model, messages: list[dict]) -> None:
             try:
                 for piece in model.stream(messages, params):
                     pieces.put((side, piece))
-                    if cancel.is_set():
+                    if cancel.is_set() or abandon.is_set():
                         break
             except Exception as exc:  # reported to the consumer, which fails the battle
                 pieces.put((side, exc))
@@ -412,7 +452,8 @@ class Arena:
                     running.discard(side)
                     turn.latency[f"total_{side}"] = round(now, 4)
                 elif isinstance(piece, Exception):
-                    errors.append(f"{side} ({battle.models['ab'.index(side)]}): {piece!r}")
+                    errors.append((side, f"{side} ({battle.models['ab'.index(side)]}): {piece!r}"))
+                    abandon.set()  # the battle cannot be voted on: stop the other pane too
                 else:
                     turn.latency.setdefault(f"ttft_{side}", round(now, 4))
                     texts[side] += piece
@@ -424,8 +465,11 @@ class Arena:
             self._generations.release()
             turn.response_a, turn.response_b = texts["a"].strip(), texts["b"].strip()
             if errors:
-                log.error("battle %s failed: %s", battle.id, "; ".join(errors))
-                raise Refused(FAILED)
+                log.error("battle %s failed: %s", battle.id, "; ".join(text for _, text in errors))
+                # The voter's message names the pane, never the model (its error text may name it).
+                panes = " and ".join(f"Model {side.upper()}" for side in sorted(side for side, _ in errors))
+                raise ModelFailed(f"{panes} stopped answering (its server failed or is unreachable), so this "
+                                  "battle cannot be voted on. Start a new round.", battle.id)
             self._finish(battle)
             finished = True
         finally:
@@ -443,6 +487,27 @@ class Arena:
             self.store.save_battle(battle.to_payload())
         except Exception:  # memory says failed, and Arena.vote reads memory first
             log.exception("could not store battle %s as failed", battle.id)
+
+    def answer(self, battle: Battle) -> Battle:
+        """Run :meth:`stream` to the end: both answers of the last turn, for the HTTP API."""
+        for _ in self.stream(battle):
+            pass
+        return battle
+
+    def find(self, session: str | Voter, battle_id: str) -> Battle:
+        """``session``'s battle ``battle_id``, wherever it was served (see :meth:`current`)."""
+        voter = _voter(session)
+        with self._lock:
+            battle = self._live.get(battle_id)
+        if battle is None or battle.state != "streaming":
+            payload = self.store.load_battle(battle_id)
+            battle = Battle.from_payload(payload) if payload else None
+        # A battle of another session reads as unknown: do not confirm that it exists.
+        if battle is None or battle.session != self._voter_id(voter):
+            raise UnknownBattle("This battle was not served to you; start a new round.")
+        self._remember(voter, battle)
+        return battle
+
 
     def warm_up(self) -> None:
         """Stream two tokens from every model, both at once, as battles do.
@@ -490,6 +555,7 @@ class Arena:
         battle = Battle(
             id=secrets.token_urlsafe(18),
             session=self.store.voter_id(voter.token, voter.authenticated),
+            tab=voter.tab,
             mode="prompt_set",
             models=(left, right),
             families=(fam_l or family_of(left, self.model_config), fam_r or family_of(right, self.model_config)),
@@ -523,8 +589,9 @@ class Arena:
         if battle is not None and battle.state == "failed":
             raise NotReady("This battle failed before both answers were complete; start a new round.")
         winner = CHOICES[choice]
+        caps = Caps(self.config.daily_vote_cap, self.config.max_votes_per_prompt)
         record = self.store.cast_vote(battle_id, voter.token, lambda payload, t: build_record(payload, winner, t),
-                                      authenticated=voter.authenticated)
+                                      authenticated=voter.authenticated, caps=caps)
         if battle is not None:
             battle.voted = True
         return record

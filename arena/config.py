@@ -45,6 +45,9 @@ class ArenaConfig:
     unload_grace_s: float = 60.0  # a closed page's battle is kept this long (a reconnect finds it)
     max_concurrent_generations: int = 1
     bootstrap: int = 200  # leaderboard CIs
+    daily_vote_cap: int = 200  # counted votes per voter per UTC day (0: no cap); more are stored, flagged
+    max_votes_per_prompt: int = 50  # counted votes on one typed prompt (0: no cap); FastChat's de-duplication
+    anomaly_alpha: float = 0.001  # level of the anomalous-voter test (arena.hygiene)
     synchronous: str = "FULL"  # SQLite: FULL survives power loss, NORMAL only a crash
 
     def __post_init__(self) -> None:
@@ -107,6 +110,9 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         unload_grace_s=float(raw.get("unload_grace_s", ArenaConfig.unload_grace_s)),
         max_concurrent_generations=int(raw.get("max_concurrent_generations", 1)),
         bootstrap=int(raw.get("bootstrap", 200)),
+        daily_vote_cap=int(raw.get("daily_vote_cap", 200)),
+        max_votes_per_prompt=int(raw.get("max_votes_per_prompt", 50)),
+        anomaly_alpha=float(raw.get("anomaly_alpha", 0.001)),
         synchronous=raw.get("synchronous", "FULL"),
     )
     return replace(config, **overrides) if overrides else config

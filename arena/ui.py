@@ -49,10 +49,28 @@ CSS = """
 VOTE_LABELS = {"a": "← A is better", "tie": "Tie", "bothbad": "Both are bad", "b": "B is better →"}
 
 
-def _nav(here: str) -> str:
-    links = [("/", "Arena (anonymous)"), (SIDE_BY_SIDE_PATH, "Side by side (named)"),
-             (LEADERBOARD_PATH, "Leaderboard")]
-    return " · ".join(f"**{label}**" if path == here else f"[{label}]({path})" for path, label in links)
+NAV = [("/", "Arena (anonymous)"), (SIDE_BY_SIDE_PATH + "/", "Side by side (named)"),
+       (LEADERBOARD_PATH + "/", "Leaderboard")]
+
+
+def _nav(here: str) -> gr.HTML:
+    """Plain links that open in the same tab (Gradio's Markdown opens links in a new one)."""
+    items = [f"<strong>{label}</strong>" if path.rstrip("/") == here.rstrip("/")
+             else f'<a href="{path}" target="_self" class="arena-nav-link">{label}</a>' for path, label in NAV]
+    return gr.HTML(" · ".join(items), elem_id="nav", padding=False)
+
+
+# An HTML tag start, and Markdown's image syntax: what would make the browser build a form
+# or fetch a remote address from a model's (or a voter's) text.
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_IMAGE = re.compile(r"!(?=\[)")
+
+
+def safe_text(text: str) -> str:
+    """Text for a chat pane, shown but never obeyed: no HTML element (``<form>``,
+    ``<img>``...) and no Markdown image. A zero-width space after ``<`` and ``!`` keeps
+    the text as written while breaking the syntax; links stay, and only a click follows one."""
+    return _IMAGE.sub("!\u200b", _TAG.sub("<\u200b", text))
 
 
 # An HTML tag start, and Markdown's image syntax: what would make the browser build a form
@@ -115,7 +133,15 @@ def _guarded(status: gr.Markdown):
 def _stored(record: Record, then: str) -> str:
     chosen = {"model_a": "A is better", "model_b": "B is better", "tie": "Tie", "tie (bothbad)": "Both are bad"}
     note = " An answer named a model, so this vote is kept but not rated." if record.meta["identity_leak"] else ""
+    if record.meta.get("flags"):
+        note += " " + HYGIENE_NOTES[record.meta["flags"][0]]
     return f"Vote stored: *{chosen[record.winner]}*.{note} {then}"
+
+
+HYGIENE_NOTES = {
+    "daily_cap": "You reached today's limit of counted votes, so this vote is kept but not rated.",
+    "duplicate_prompt": "This prompt already has many votes, so this vote is kept but not rated.",
+}
 
 
 def _error(exc: Exception) -> str:
@@ -337,7 +363,8 @@ def _forgetter(arena: Arena):
 
 def battle_page(arena: Arena) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena", analytics_enabled=False) as page:
-        gr.Markdown("# Pairwise Arena\n" + _nav("/"))
+        gr.Markdown("# Pairwise Arena")
+        _nav("/")
         with gr.Tab("Battle", elem_id="tab-battle"):
             gr.Markdown("Two anonymous models answer your prompt side by side. Vote for the better "
                         "answer; their names are revealed after you vote. A vote on answers in which a "
@@ -351,7 +378,8 @@ def battle_page(arena: Arena) -> gr.Blocks:
 
 def side_by_side_page(arena: Arena) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena: side by side", analytics_enabled=False) as page:
-        gr.Markdown("# Side by side\n" + _nav(SIDE_BY_SIDE_PATH))
+        gr.Markdown("# Side by side")
+        _nav(SIDE_BY_SIDE_PATH)
         gr.Markdown("Pick two models and compare them on your prompt. These votes are stored as "
                     "named (not blind) and are left out of the leaderboard by default.")
         _conversation(arena, "side_by_side", named=True)
@@ -359,25 +387,41 @@ def side_by_side_page(arena: Arena) -> gr.Blocks:
     return page
 
 
+def _heatmap(win_rates):
+    """The win-fraction matrix coloured red (loses) to green (wins), as FastChat's monitor shows it."""
+    frame = win_rates.set_index("model") if not win_rates.empty else win_rates
+    return frame.style.background_gradient(cmap="RdYlGn", vmin=0, vmax=1, axis=None).format("{:.2f}", na_rep="")
+
+
 def leaderboard_page(arena: Arena) -> gr.Blocks:
+    from arena.categories import views
     from arena.leaderboard import compute
 
     with gr.Blocks(title="Pairwise Arena: leaderboard", analytics_enabled=False) as page:
-        gr.Markdown("# Leaderboard\n" + _nav(LEADERBOARD_PATH))
-        summary = gr.Markdown(elem_id="leaderboard-summary")
-        refresh = gr.Button("Refresh", elem_id="refresh", size="sm")
-        ratings = gr.Dataframe(label="Bradley-Terry ratings (95% bootstrap CIs)", elem_id="ratings",
-                               interactive=False)
+        gr.Markdown("# Leaderboard")
+        _nav(LEADERBOARD_PATH)
         with gr.Row():
-            win_rates = gr.Dataframe(label="Win rate of row over column (ties count ½)", elem_id="win-rates",
+            category = gr.Dropdown([("all votes", "all")], value="all", label="View", elem_id="category", scale=3)
+            refresh = gr.Button("Refresh", elem_id="refresh", size="sm", scale=1)
+        summary = gr.Markdown(elem_id="leaderboard-summary")
+        ratings = gr.Dataframe(label="Ratings: Bradley-Terry on the Elo scale; Rank (UB) = 1 + models whose "
+                               "lower bound is above this model's upper bound", elem_id="ratings",
+                               interactive=False)
+        models = gr.Dataframe(label="Votes per model", elem_id="model-counts", interactive=False)
+        with gr.Row():
+            win_rates = gr.Dataframe(label="Win fraction of row over column (ties count ½)", elem_id="win-rates",
                                      interactive=False)
             counts = gr.Dataframe(label="Battles per pair", elem_id="battle-counts", interactive=False)
 
-        def on_refresh() -> tuple:
-            board = compute(arena.store, bootstrap=arena.config.bootstrap)
-            return board.summary, board.ratings, board.win_rates, board.counts
+        def on_refresh(view: str) -> tuple:
+            board = compute(arena.store, bootstrap=arena.config.bootstrap, category=view or "all",
+                            anomaly_alpha=arena.config.anomaly_alpha)
+            choices = [(label, key) for key, label in views(arena.store.records(ratable=True)).items()]
+            return (gr.update(choices=choices), board.summary, board.ratings, board.models,
+                    _heatmap(board.win_rates), board.counts)
 
-        outputs = [summary, ratings, win_rates, counts]
-        refresh.click(on_refresh, None, outputs, concurrency_limit=1)
-        page.load(on_refresh, None, outputs, concurrency_limit=1)
+        outputs = [category, summary, ratings, models, win_rates, counts]
+        for trigger in (refresh.click, category.input):
+            trigger(on_refresh, category, outputs, concurrency_limit=1)
+        page.load(on_refresh, category, outputs, concurrency_limit=1)
     return page

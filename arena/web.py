@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gradio as gr
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -57,6 +58,13 @@ class SessionCookie:
         await self.app(scope, receive, with_cookie)
 
 
+def _redirect(target: str):
+    def redirect(request: Request) -> RedirectResponse:
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(target + query, status_code=307)
+    return redirect
+
+
 class EventLimit:
     """Joining a page's event queue counts against the client's address (429 when over)."""
 
@@ -75,6 +83,10 @@ class EventLimit:
 def build_app(arena: Arena) -> FastAPI:
     app = FastAPI(title="Pairwise Arena", docs_url=None, redoc_url=None)
     api.install(app, arena)
+    # A mounted page answers only below its prefix ("/leaderboard/..."), and the "/" page
+    # would answer "/leaderboard" with a 404: send the bare paths to the pages.
+    for path in (SIDE_BY_SIDE_PATH, LEADERBOARD_PATH):
+        app.add_api_route(path, _redirect(path + "/"), methods=["GET", "HEAD"], include_in_schema=False)
     # Gradio pages are mounted sub-apps; "/" goes last because a mount matches by prefix.
     pages = [(SIDE_BY_SIDE_PATH, side_by_side_page(arena)), (LEADERBOARD_PATH, leaderboard_page(arena)),
              ("/", battle_page(arena))]

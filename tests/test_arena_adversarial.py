@@ -147,10 +147,11 @@ def test_a_failing_database_write_shows_no_model_name(tmp_path):
         app.stop()
     assert "Which answer" in str(page.outputs_of("ps-next", served))
     text = repr(sent) + api_vote.text
-    assert not any(m in text for m in MODELS) and "no column named" not in text
+    assert not any(m in text for m in MODELS) and "column" not in text
     assert "went wrong on the server" in page.outputs_of("ps-vote-a", sent)["ps-status"]
     assert api_vote.status_code == 500 and "went wrong on the server" in api_vote.json()["error"]
-    assert "no column named" in (tmp_path / "app.log").read_text()  # the details are in the log
+    log = (tmp_path / "app.log").read_text()
+    assert "no column named" in log or "no such column" in log  # the details are in the log
 
 
 def test_answers_naming_a_model_with_a_version_or_handle_are_flagged(tmp_path):

@@ -40,18 +40,70 @@ def test_ratings_and_matrices_from_rated_votes_only(arena):
     arena.vote(someone, named.id, "b")
 
     board = compute(arena.store, bootstrap=50)
-    assert "40 rated votes; 1 more stored but not rated" in board.summary
+    assert "40 rated votes; 1 more stored but not rated" in board.summary and board.method == "mle"
     table = board.ratings.set_index("model")
     other = next(m for m in table.index if m != favourite)
-    assert table.loc[favourite, "rating"] > table.loc[other, "rating"] and table.loc[favourite, "rank"] == 1
+    assert table.loc[favourite, "rating"] > table.loc[other, "rating"] and table.loc[favourite, "rank (UB)"] == 1
     assert ((table["lower"] <= table["rating"]) & (table["rating"] <= table["upper"])).all()
-    assert (table["n"] == 40).all()
+    assert (table["votes"] == 40).all() and "style-controlled" in table.columns
     rates = board.win_rates.set_index("model")
     assert rates.loc[favourite, other] == pytest.approx((30 + 5) / 40)
     assert rates.loc[favourite, other] + rates.loc[other, favourite] == pytest.approx(1)
     assert board.counts.set_index("model").loc[favourite, other] == 40
 
 
+def test_first_vote_shows_counts_and_a_labelled_regularised_estimate(arena):
+    voter = Voter("first-voter", authenticated=True)
+    battle = arena.serve_pair(voter)
+    arena.vote(voter, battle.id, "a")
+    board = compute(arena.store, bootstrap=50)  # used to raise "did not converge ... pass l2 > 0"
+    assert board.method == "regularised" and "Regularised estimate, needs more votes" in board.summary
+    assert "Gaussian prior (SD 174 Elo" in board.summary
+    winner, loser = battle.models
+    counts = board.models.set_index("model")
+    assert counts.loc[winner].tolist() == [1, 1, 0, 0] and counts.loc[loser].tolist() == [1, 0, 0, 1]
+    assert board.counts.set_index("model").loc[winner, loser] == 1
+    table = board.ratings.set_index("model")
+    # shrunk, not infinite: the winner leads by a finite margin, inside its own interval
+    assert 1000 < table.loc[winner, "rating"] < 1000 + 174 and table.loc[loser, "rating"] < 1000
+    assert (table["lower"] < table["rating"]).all() and (table["rating"] < table["upper"]).all()
+
+
+def test_all_wins_one_way_is_regularised_and_a_tie_makes_the_mle_exist(arena):
+    favourite = arena.pairs[0].model_a
+    for i in range(5):
+        voter = Voter(f"v{i}", authenticated=True)
+        battle = arena.serve_pair(voter)
+        arena.vote(voter, battle.id, "a" if battle.models[0] == favourite else "b")
+    assert compute(arena.store, bootstrap=20).method == "regularised"
+    voter = Voter("tie-voter", authenticated=True)
+    battle = arena.serve_pair(voter)
+    arena.vote(voter, battle.id, "tie")
+    board = compute(arena.store, bootstrap=20)
+    assert board.method == "mle" and "maximum-likelihood" in board.summary
+    assert board.ratings.set_index("model").loc[favourite, "rank (UB)"] == 1
+
+
+def test_one_model_only_needs_more_votes(tmp_path):
+    from arena.leaderboard import NEEDS_MORE, ratings
+
+    table, method, note = ratings([])
+    assert table.empty and method == "none" and note == NEEDS_MORE
+
+
+def test_mle_exists_follows_ford():
+    from analysis.ratings import aggregate, mle_exists
+
+    def exists(battles):
+        a, b, w = zip(*battles)
+        return mle_exists(aggregate(list(a), list(b), list(w)))
+
+    assert not exists([("x", "y", "model_a")])
+    assert exists([("x", "y", "model_a"), ("x", "y", "model_b")])
+    assert exists([("x", "y", "tie")])
+    # a cycle x > y > z > x is strongly connected; a chain x > y > z is not
+    assert exists([("x", "y", "model_a"), ("y", "z", "model_a"), ("z", "x", "model_a")])
+    assert not exists([("x", "y", "model_a"), ("y", "z", "model_a"), ("x", "z", "model_a"), ("z", "y", "model_a")])
 def test_prompt_set_votes_count_once_per_logged_in_voter_and_pair_and_not_at_all_by_default(tmp_path):
     pairs = ROOT / "data" / "prompts_pairs.jsonl"
     stuffer, other = Voter("user:stuffer", authenticated=True), Voter("user:other", authenticated=True)

@@ -33,7 +33,7 @@ References
 """
 
 from .bootstrap import REPLICATE_L2, Replicates, bootstrap_params
-from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts
+from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts, mle_exists
 from .counts import PairCounts, aggregate
 from .elo import online_elo
 from .reference import reference_bradley_terry
@@ -69,6 +69,7 @@ __all__ = [
     "fit_style_bt",
     "length_controlled_winrate",
     "make_table",
+    "mle_exists",
     "online_elo",
     "rank_with_uncertainty",
     "rate",

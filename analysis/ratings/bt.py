@@ -119,20 +119,26 @@ def _regularised_inverse(information: np.ndarray, counts: PairCounts, l2: float)
     return np.linalg.inv(lifted) - np.outer(u, u) / (m * (m + l2))
 
 
-def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
-    """Connected components of the comparison graph: (count, label per model).
+def _closure(adjacency: np.ndarray) -> np.ndarray:
+    """Reflexive-transitive closure of a boolean m x m adjacency (who reaches whom).
 
-    Reachability by repeated squaring of the m x m adjacency (m is the number of models,
-    small), so the fit needs no scipy.sparse import (a quarter second at start-up).
+    Repeated squaring of the small m x m matrix (m is the number of models), so the fit
+    needs no scipy.sparse import (a quarter second at start-up).
     """
-    m = counts.n_models
-    reach = np.eye(m, dtype=bool)
-    reach[counts.i, counts.j] = reach[counts.j, counts.i] = True
+    reach = adjacency | np.eye(len(adjacency), dtype=bool)
     while True:
         wider = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
         if (wider == reach).all():
-            break
+            return reach
         reach = wider
+
+
+def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
+    """Connected components of the comparison graph: (count, label per model)."""
+    m = counts.n_models
+    adjacency = np.zeros((m, m), dtype=bool)
+    adjacency[counts.i, counts.j] = adjacency[counts.j, counts.i] = True
+    reach = _closure(adjacency)
     _, labels = np.unique(reach.argmax(axis=1), return_inverse=True)
     return int(labels.max()) + 1 if m else 0, labels
 
@@ -145,6 +151,24 @@ def _check_connected(counts: PairCounts) -> None:
             f"the models fall into {n_parts} groups never compared with each other (e.g. {groups}); "
             "ratings across groups are not identified: rate each group separately or pass l2 > 0"
         )
+
+
+def mle_exists(counts: PairCounts) -> bool:
+    """Whether the Bradley-Terry MLE exists (finite) for these battles, ties as half wins.
+
+    Ford (1957) / Hunter (2004), Assumption 1: it exists iff, for every split of the models
+    into two groups, some model in each group beat (or tied) some model in the other,
+    i.e. the directed "won or tied against" graph is strongly connected. One vote, or a
+    model with only wins or only losses, fails it; a tie adds an edge both ways.
+    """
+    if counts.n_models < 2:
+        return False
+    wins_i, wins_j, ties = (np.asarray(x).reshape(-1) for x in (counts.wins_i, counts.wins_j, counts.ties))
+    beat = np.zeros((counts.n_models,) * 2, dtype=bool)  # beat[i, j]: i won or tied against j
+    forward, backward = (wins_i + ties) > 0, (wins_j + ties) > 0
+    beat[counts.i[forward], counts.j[forward]] = True
+    beat[counts.j[backward], counts.i[backward]] = True
+    return bool(_closure(beat).all())
 
 
 def _diverged(x: np.ndarray, counts: PairCounts) -> RuntimeError:
