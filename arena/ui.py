@@ -73,19 +73,6 @@ def safe_text(text: str) -> str:
     return _IMAGE.sub("!\u200b", _TAG.sub("<\u200b", text))
 
 
-# An HTML tag start, and Markdown's image syntax: what would make the browser build a form
-# or fetch a remote address from a model's (or a voter's) text.
-_TAG = re.compile(r"<(?=[A-Za-z/!?])")
-_IMAGE = re.compile(r"!(?=\[)")
-
-
-def safe_text(text: str) -> str:
-    """Text for a chat pane, shown but never obeyed: no HTML element (``<form>``,
-    ``<img>``...) and no Markdown image. A zero-width space after ``<`` and ``!`` keeps
-    the text as written while breaking the syntax; links stay, and only a click follows one."""
-    return _IMAGE.sub("!\u200b", _TAG.sub("<\u200b", text))
-
-
 def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
     """One pane's conversation; ``live`` replaces the last answer while it streams."""
     out = []
