@@ -376,8 +376,11 @@ def side_by_side_page(arena: Arena) -> gr.Blocks:
 
 def _heatmap(win_rates):
     """The win-fraction matrix coloured red (loses) to green (wins), as FastChat's monitor shows it."""
-    frame = win_rates.set_index("model") if not win_rates.empty else win_rates
-    return frame.style.background_gradient(cmap="RdYlGn", vmin=0, vmax=1, axis=None).format("{:.2f}", na_rep="")
+    # The model column stays a column: Gradio drops a Styler's index, and with it the row names.
+    cells = [c for c in win_rates.columns if c != "model"]
+    return (win_rates.style.background_gradient(cmap="RdYlGn", vmin=0, vmax=1, axis=None, subset=cells)
+            .highlight_null(props="background-color: transparent; color: inherit", subset=cells)
+            .format("{:.2f}", na_rep="", subset=cells))
 
 
 def leaderboard_page(arena: Arena) -> gr.Blocks:

@@ -82,3 +82,6 @@ def test_first_vote_then_the_leaderboard_shows_counts_and_no_error(app, browser_
     counts = page.inner_text("#model-counts")
     assert name_a in counts and name_b in counts
     assert page.inner_text("#battle-counts").count("1") >= 2
+    # The win-fraction heatmap names its rows (a styled table once lost them).
+    win_rates = page.inner_text("#win-rates")
+    assert win_rates.count(name_a) == 2 and win_rates.count(name_b) == 2, win_rates
