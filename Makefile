@@ -5,8 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHROMIUM := /usr/bin/chromium
+# Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
+INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/postgresql/bin/initdb)
 
-.PHONY: demo test prepare browser bench report clean
+.PHONY: demo test prepare browser postgres bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +26,12 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM)
 
+$(INITDB):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql
+
+postgres: $(INITDB)
+
 # Convert the embedded GGUF models once and cache the weights (later loads take seconds).
 prepare: $(STAMP)
 	$(BIN)/python -m core.prepare
@@ -31,7 +39,7 @@ prepare: $(STAMP)
 demo: prepare
 	$(BIN)/python app.py
 
-test: prepare browser
+test: prepare browser postgres
 	$(BIN)/python -m pytest -q
 
 BENCH_STAMP := $(VENV)/.bench-installed
@@ -41,11 +49,15 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install -q --no-deps fschat==0.2.36
 	touch $(BENCH_STAMP)
 
-bench: prepare $(BENCH_STAMP)
+bench: prepare postgres $(BENCH_STAMP)
 	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 report: $(STAMP)
 	$(BIN)/python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm
+
+# The bias report on the shared AlpacaEval 2.0 sample (three models against gpt4_1106_preview).
+report-alpaca: $(STAMP)
+	$(BIN)/python -m analysis.report --votes ../shared/data/alpaca_eval/*.annotations.json --out reports/alpaca_eval
 
 clean:
 	rm -rf $(VENV) reports

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.models import get_model
 
     config = load_config(args.config, **({"db": db_url(args.db, Path.cwd())} if args.db else {}))
-    store = VoteStore(config.db, synchronous=config.synchronous)
+    store = VoteStore(config.db, synchronous=config.synchronous, prompt_set_rated=config.prompt_set_rated)
     models = {}
     for name in config.models:
         log.info("loading %s", name)
@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from any local
+        # peer as the client's address; the arena's own trusted_proxies setting decides that.
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
     finally:
         store.close()
     return 0

@@ -2,7 +2,8 @@
 
 Columns (always present): ``model_a, model_b, winner, judge, judge_type, pair_id,
 response_a, response_b, category, anony, identity_leak``, plus ``family_a, family_b,
-judge_family, prompt_id, tstamp, parse_error, strength`` where known (missing values are NA).
+judge_family, prompt_id, tstamp, parse_error, prob_a, strength`` where known (missing
+values are NA).
 ``anony`` (was the vote cast on anonymous models?) comes from the record or its ``meta``
 and defaults to True; ``identity_leak`` comes from ``meta.identity_leak`` and defaults to
 False.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.records import Record, is_human, read_records
+from core.records import Record, is_human
 
 __all__ = ["COLUMNS", "load_frame", "records_to_frame"]
 
@@ -38,6 +39,7 @@ COLUMNS = [
     "prompt_id",
     "tstamp",
     "parse_error",
+    "prob_a",
     "strength",
 ]
 _OPTIONAL_TEXT = ["judge", "judge_type", "pair_id", "response_a", "response_b", "category", "family_a", "family_b",
@@ -72,11 +74,18 @@ def records_to_frame(records: Iterable[Record]) -> pd.DataFrame:
             "prompt_id": r.prompt_id,
             "tstamp": r.tstamp,
             "parse_error": r.parse_error,
+            "prob_a": r.prob_a,
             "strength": r.strength,
         }
         for r in records
     ]
     return _complete(pd.DataFrame(rows, columns=COLUMNS))
+
+
+def _missing_text(n: int, index: pd.Index) -> pd.Series:
+    import pyarrow as pa
+
+    return pd.Series(pd.arrays.ArrowExtensionArray(pa.nulls(n, pa.string())), index=index)
 
 
 def _complete(frame: pd.DataFrame) -> pd.DataFrame:
@@ -86,9 +95,11 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"battles need the columns model_a, model_b and winner; missing {sorted(missing)}")
     for name in _OPTIONAL_TEXT:
         if name not in frame.columns:
-            frame[name] = pd.Series(pd.NA, index=frame.index, dtype=object)
-    frame["tstamp"] = pd.to_numeric(frame["tstamp"], errors="coerce") if "tstamp" in frame.columns else float("nan")
-    frame["strength"] = pd.to_numeric(frame["strength"], errors="coerce") if "strength" in frame.columns else float("nan")
+            # An all-missing Arrow column is a validity bitmap: free, where an object column
+            # of a million NAs costs a noticeable share of a rating run's time.
+            frame[name] = _missing_text(len(frame), frame.index)
+    for name in ("tstamp", "prob_a", "strength"):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce") if name in frame.columns else float("nan")
     frame["anony"] = frame["anony"].fillna(True).astype(bool) if "anony" in frame.columns else True
     if "identity_leak" in frame.columns:
         frame["identity_leak"] = frame["identity_leak"].fillna(False).astype(bool)
@@ -96,25 +107,38 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
         frame["identity_leak"] = False
     # A CSV may name judges without saying whether they are people.
     unknown_type = frame["judge_type"].isna() & frame["judge"].notna()
-    frame.loc[unknown_type, "judge_type"] = frame.loc[unknown_type, "judge"].map(
-        lambda j: "human" if is_human(str(j)) else "llm"
-    )
+    if unknown_type.any():  # even an empty masked write costs a tenth of a second on a million rows
+        frame.loc[unknown_type, "judge_type"] = frame.loc[unknown_type, "judge"].map(
+            lambda j: "human" if is_human(str(j)) else "llm"
+        )
     ordered = COLUMNS + [c for c in frame.columns if c not in COLUMNS]
     return frame[ordered]
 
 
-def _read(path: Path) -> pd.DataFrame:
-    if path.suffix == ".csv":
-        return _complete(pd.read_csv(path))
+def _is_battle_table(path: Path) -> bool:
+    """A CSV/Parquet table whose rows are battles as they stand (read column-wise), rather
+    than a public release whose texts sit in conversations (read row by row by the importers)."""
     if path.suffix == ".parquet":
-        return _complete(pd.read_parquet(path))
-    if path.suffix == ".jsonl":
-        return records_to_frame(read_records(path))
-    if path.is_dir() or path.suffix == ".json":
-        from analysis.importers import load_records
+        import pyarrow.parquet as pq
 
-        return records_to_frame(load_records(path))
-    raise ValueError(f"{path}: unknown file type {path.suffix!r}: expected .jsonl, .json, .csv, .parquet or a folder")
+        names = set(pq.read_schema(path).names)
+    elif path.suffix == ".csv":
+        names = set(pd.read_csv(path, nrows=0).columns)
+    else:
+        return False
+    return {"model_a", "model_b", "winner"} <= names and "conversation_a" not in names
+
+
+def _read(path: Path, skip_bad: bool) -> pd.DataFrame:
+    if _is_battle_table(path):
+        if path.suffix == ".csv":
+            return _complete(pd.read_csv(path))
+        # Categorical model and winner columns: Parquet stores them dictionary-encoded
+        # already, and the rating methods factorise them in no time.
+        return _complete(pd.read_parquet(path, read_dictionary=["model_a", "model_b", "winner"]))
+    from analysis.importers import load_records
+
+    return records_to_frame(load_records(path, skip_bad=skip_bad))
 
 
 def load_frame(
@@ -125,26 +149,30 @@ def load_frame(
     anonymous_only: bool = True,
     exclude_leaks: bool = True,
     categories: Iterable[str] | None = None,
+    skip_bad: bool = False,
+    with_failures: bool = False,
 ) -> pd.DataFrame:
     """Read battles from files and folders and apply the usual filters.
 
-    CSV and Parquet are read column-wise with pandas (they need ``model_a``, ``model_b``,
-    ``winner``); ``.jsonl`` are records; ``.json`` (FastChat battles) and folders (e.g. the
-    PandaLM test set) go through :func:`analysis.importers.load_records`.
+    A CSV or Parquet battle table (``model_a``, ``model_b``, ``winner`` columns, no
+    conversations) is read column-wise with pandas; every other file and folder goes
+    through :func:`analysis.importers.load_records` (format detected per file; bad rows
+    are skipped and warned about with ``skip_bad``, else they raise).
 
     Filters: ``judge`` keeps one judge id, or with ``"human"`` every human judge;
     ``humans_only`` keeps human judges; ``anonymous_only`` drops votes cast with model names
     shown; ``exclude_leaks`` drops votes flagged ``identity_leak``; ``categories`` keeps
-    those categories. Records whose verdict could not be parsed (``parse_error``) are
-    always dropped: their ``winner`` is a placeholder.
+    those categories. Records without a verdict (``parse_error``; ``winner`` null) are
+    dropped: they count as parse failures, never as battles. ``with_failures`` keeps them
+    (with the other filters applied) for a caller that reports how many there were.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    frames = [_read(Path(p)) for p in paths]
+    frames = [_read(Path(p), skip_bad) for p in paths]
     if not frames:
         raise ValueError("no input files given")
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    keep = frame["parse_error"].isna()
+    keep = pd.Series(True, index=frame.index) if with_failures else frame["parse_error"].isna()
     if judge == "human":
         keep &= frame["judge_type"] == "human"
     elif judge is not None:
@@ -157,4 +185,6 @@ def load_frame(
         keep &= ~frame["identity_leak"]
     if categories is not None:
         keep &= frame["category"].isin(list(categories))
+    if keep.all():  # nothing filtered: spare a copy of every column
+        return frame
     return frame[keep.to_numpy()].reset_index(drop=True)

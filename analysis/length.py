@@ -5,14 +5,24 @@ Length is counted in characters of the response text.
 * ``longer_rate``: among decisive records whose two responses differ in length, the share
   won by the longer one, with a Wilson interval. It mixes length bias with any real
   quality difference that correlates with length, so it is read next to the model below.
+  The interval is clustered by ``pair_id`` (several votes on one pair are not
+  independent; :func:`analysis.stats.clustered_rate_ci`).
 * ``coef``: a logistic model of "first-shown wins" on the standardised length difference
-  with Bradley-Terry strength terms for the two models (+1 for the first-shown model's
-  column, -1 for the second's) and an intercept that absorbs position bias; this is the
-  length term of AlpacaEval's length-controlled win rate (Dubois et al. 2024, "Length-
-  Controlled AlpacaEval", eq. 1) and of Chatbot Arena's style control (Li et al. 2024,
-  "Does style matter?"), fitted per rater with statsmodels, standard errors clustered
-  by ``pair_id``. ``coef`` is the change in log-odds of winning per one standard
-  deviation of length difference (the same SD for every rater, so raters compare).
+  (characters) with Bradley-Terry strength terms for the two models (+1 for the
+  first-shown model's column, -1 for the second's) and an intercept that absorbs position
+  bias, fitted per rater with statsmodels, standard errors clustered by ``pair_id``.
+  ``coef`` is the change in log-odds of winning per one standard deviation of length
+  difference (the same SD for every rater, so raters compare). It is linear in the
+  difference, so it is *not* the length term of AlpacaEval's length-controlled win rate
+  (Dubois et al. 2024, eq. 2, which uses ``tanh`` of the standardised token difference:
+  see :func:`analysis.ratings.length_controlled_winrate`) nor Chatbot Arena's style term
+  (Li et al. 2024, a normalised token difference ``(a - b) / (a + b + 1)``); its values are
+  comparable across our raters only.
+* ``first_rate_controlled``: the same model's intercept as P(first-shown wins) between
+  equally strong models with equally long answers, ``sigmoid(intercept)`` with its
+  clustered interval: the position term beside the raw first-shown rate, which alone
+  mistakes "the earlier-listed model wins" for position bias where the display order is
+  fixed by model (see :func:`analysis.position.order_check`).
 * :func:`length_curve`: the longer-wins rate in bins of relative length difference.
 """
 
@@ -22,8 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
-from analysis.stats import fit_logit, wilson_interval
+from analysis.stats import clustered_rate_ci, fit_logit, strength_columns
 
 __all__ = ["LengthBias", "LengthBin", "length_bias", "length_curve", "length_sd", "RELATIVE_BINS"]
 
@@ -44,6 +55,8 @@ class LengthBias:
     n_fit: int
     length_sd: float
     note: str | None = None  # why the model was not fitted, when it was not
+    first_rate_controlled: float | None = None  # sigmoid(intercept): the position term
+    first_rate_controlled_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,25 +76,12 @@ def length_sd(table: pd.DataFrame) -> float:
 
 
 def _design(rows: pd.DataFrame, sd: float) -> tuple[np.ndarray, np.ndarray]:
-    models = sorted(set(rows["model_a"]) | set(rows["model_b"]))
-    # The most-rated model is the baseline: its column is dropped for identifiability.
-    counts = pd.concat([rows["model_a"], rows["model_b"]]).value_counts()
-    baseline = counts.index[0]
-    others = [m for m in models if m != baseline]
-    index = {m: i for i, m in enumerate(others)}
-    X = np.zeros((len(rows), 2 + len(others)))
-    X[:, 0] = 1.0
-    X[:, 1] = (rows["len_a"].to_numpy(dtype=float) - rows["len_b"].to_numpy(dtype=float)) / sd
-    a = rows["model_a"].map(index).to_numpy()
-    b = rows["model_b"].map(index).to_numpy()
-    rng = np.arange(len(rows))
-    has_a, has_b = ~pd.isna(a), ~pd.isna(b)
-    X[rng[has_a], 2 + a[has_a].astype(int)] += 1.0
-    X[rng[has_b], 2 + b[has_b].astype(int)] -= 1.0
+    length = (rows["len_a"].to_numpy(dtype=float) - rows["len_b"].to_numpy(dtype=float)) / sd
+    X = np.c_[np.ones(len(rows)), length, strength_columns(rows)]
     return X, rows["first_wins"].to_numpy(dtype=float)
 
 
-def length_bias(rows: pd.DataFrame, sd: float) -> LengthBias:
+def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0) -> LengthBias:
     """Length-bias estimates for one rater (see the module docstring)."""
     decisive = rows[rows["decisive"]]
     unequal = decisive[decisive["len_a"] != decisive["len_b"]]
@@ -89,6 +89,7 @@ def length_bias(rows: pd.DataFrame, sd: float) -> LengthBias:
     longer_wins = int(((unequal["first_wins"] == 1) == a_longer).sum())
     n = len(unequal)
     coef = coef_ci = coef_p = None
+    first_controlled = first_controlled_ci = None
     note = None
     if len(decisive) < 20 or decisive["pair_id"].nunique() < 10:
         note = f"too few decisive records ({len(decisive)}) for the logistic model"
@@ -98,24 +99,32 @@ def length_bias(rows: pd.DataFrame, sd: float) -> LengthBias:
         try:
             fit = fit_logit(X, y, groups)
             coef, coef_ci, coef_p = float(fit.params[1]), fit.interval(1), float(fit.pvalues[1])
+            first_controlled = float(expit(fit.params[0]))
+            first_controlled_ci = tuple(float(expit(x)) for x in fit.interval(0))
         except ValueError as exc:
             note = f"logistic model not fitted: {exc}"
     return LengthBias(
         n_decisive_unequal=n,
         longer_wins=longer_wins,
         longer_rate=longer_wins / n if n else None,
-        longer_rate_ci=wilson_interval(longer_wins, n),
+        longer_rate_ci=clustered_rate_ci(
+            ((unequal["first_wins"] == 1) == a_longer).to_numpy(), np.ones(n), unequal["pair_id"], n_boot, seed
+        ),
         coef=coef,
         coef_ci=coef_ci,
         coef_p=coef_p,
         n_fit=len(decisive),
         length_sd=sd,
         note=note,
+        first_rate_controlled=first_controlled,
+        first_rate_controlled_ci=first_controlled_ci,
     )
 
 
-def length_curve(rows: pd.DataFrame, edges: tuple[float, ...] = RELATIVE_BINS) -> list[LengthBin]:
-    """Longer-wins rate (Wilson CI) per bin of relative length difference."""
+def length_curve(
+    rows: pd.DataFrame, edges: tuple[float, ...] = RELATIVE_BINS, n_boot: int = 1000, seed: int = 0
+) -> list[LengthBin]:
+    """Longer-wins rate per bin of relative length difference, intervals clustered by pair."""
     decisive = rows[rows["decisive"] & (rows["len_a"] != rows["len_b"])]
     la, lb = decisive["len_a"].to_numpy(dtype=float), decisive["len_b"].to_numpy(dtype=float)
     rel = np.abs(la - lb) / (la + lb)
@@ -125,5 +134,6 @@ def length_curve(rows: pd.DataFrame, edges: tuple[float, ...] = RELATIVE_BINS) -
         last = i == len(edges) - 2
         mask = (rel >= lo) & ((rel <= hi) if last else (rel < hi))
         k, n = int(longer_won[mask].sum()), int(mask.sum())
-        bins.append(LengthBin(lo, hi, n, k / n if n else None, wilson_interval(k, n)))
+        ci = clustered_rate_ci(longer_won[mask], np.ones(n), decisive["pair_id"].to_numpy()[mask], n_boot, seed)
+        bins.append(LengthBin(lo, hi, n, k / n if n else None, ci))
     return bins

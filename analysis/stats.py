@@ -28,6 +28,8 @@ __all__ = [
     "Z95",
     "cluster_bootstrap",
     "cluster_bootstrap_many",
+    "clustered_rate_ci",
+    "strength_columns",
     "fit_logit",
     "judgment_table",
     "wilson_interval",
@@ -52,8 +54,8 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
 def judgment_table(records: Iterable[Record], human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
-    A record is left out when it carries a ``parse_error`` (its ``winner`` is only a
-    placeholder). ``rater`` is the judge id, or ``"human"`` for every human voter
+    A record is left out when it carries a ``parse_error`` (no verdict: ``winner`` is
+    null). ``rater`` is the judge id, or ``"human"`` for every human voter
     (``human_prefix`` widens who counts as human, e.g. ``"expert"``); ``voter`` keeps
     the individual id so per-voter quantities (order consistency, human-human
     agreement) never mix two people.
@@ -124,7 +126,7 @@ def cluster_bootstrap_many(
     values: list[list[np.ndarray]] = [[] for _ in statistics]
     # Clusters usually contribute a handful of distinct count rows; resampling k clusters
     # is then a multinomial draw over the distinct rows (the same distribution, far cheaper).
-    rows, counts = np.unique(sums, axis=0, return_counts=True)
+    rows, counts = _distinct_rows(sums)
     if len(rows) <= 2000:
         totals = rng.multinomial(k, counts / k, size=n_boot) @ rows
         for out, statistic in zip(values, statistics):
@@ -150,6 +152,61 @@ def cluster_bootstrap_many(
         lo, hi = np.quantile(stats, [alpha, 1 - alpha])
         intervals.append((float(lo), float(hi)))
     return intervals
+
+
+def clustered_rate_ci(
+    successes: np.ndarray, trials: np.ndarray, groups, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float] | None:
+    """Interval for ``sum(successes) / sum(trials)`` when rows of one group (a ``pair_id``)
+    are not independent: several people voting on one pair, a judge seeing both orders.
+
+    Groups holding one trial each are independent trials: Wilson's interval. Otherwise
+    whole groups are resampled (:func:`cluster_bootstrap`); with fewer than
+    :data:`MIN_CLUSTERS` groups, Wilson's interval with the number of groups as its n (the
+    conservative design-effect correction of Kish 1965, as for consistency).
+    """
+    successes = np.asarray(successes, dtype=float)
+    trials = np.asarray(trials, dtype=float)
+    n = trials.sum()
+    if n == 0:
+        return None
+    codes = pd.factorize(pd.Series(groups, copy=False))[0]
+    codes[codes < 0] = codes.max(initial=-1) + 1 + np.arange((codes < 0).sum())
+    per_group = np.c_[np.bincount(codes, successes), np.bincount(codes, trials)]
+    per_group = per_group[per_group[:, 1] > 0]
+    if per_group[:, 1].max() <= 1:
+        return wilson_interval(successes.sum(), int(n))
+    ci = cluster_bootstrap(per_group, lambda t: t[:, 0] / t[:, 1], n_boot=n_boot, seed=seed)
+    if ci is None:
+        k = len(per_group)
+        return wilson_interval(successes.sum() / n * k, k)
+    return ci
+
+
+def strength_columns(rows: pd.DataFrame) -> np.ndarray:
+    """Bradley-Terry strength columns of a logit on shown-order outcomes: +1 in the column of
+    the first-shown model, -1 in the second's; the most-rated model is the baseline and
+    has no column (only differences of strengths are identified)."""
+    counts = pd.concat([rows["model_a"], rows["model_b"]]).value_counts()
+    others = pd.Index(sorted(set(counts.index) - {counts.index[0]}))
+    out = np.zeros((len(rows), len(others)))
+    at = np.arange(len(rows))
+    for column, sign in (("model_a", 1.0), ("model_b", -1.0)):
+        index = others.get_indexer(rows[column])
+        out[at[index >= 0], index[index >= 0]] += sign
+    return out
+
+
+def _distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(sums, axis=0, return_counts=True)``, fast for small non-negative integer
+    rows (counts): each row is read as one mixed-radix integer, so a 1-D unique suffices."""
+    if sums.size and np.all(sums >= 0) and np.all(sums == np.round(sums)):
+        radix = sums.max(axis=0).astype(np.int64) + 1
+        if np.sum(np.log2(radix)) < 62:
+            place = np.r_[np.cumprod(radix[::-1])[::-1][1:], 1].astype(np.int64)
+            keys, counts = np.unique(sums.astype(np.int64) @ place, return_counts=True)
+            return ((keys[:, None] // place) % radix).astype(float), counts
+    return np.unique(sums, axis=0, return_counts=True)
 
 
 @dataclass(frozen=True)

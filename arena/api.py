@@ -1,23 +1,74 @@
-"""The HTTP API beside the UI: prompt-set battles and votes, for scripts and load tests.
+"""The HTTP API beside the UI: battles (open prompt or prompt set), follow-up turns and
+votes, for scripts and load tests.
+
+* ``POST /arena-api/battles`` with ``{"prompt": ...}``: two models drawn by the configured
+  sampler answer; without a prompt, a prompt-set pair. Both answers, no model names.
+* ``POST /arena-api/battles/{id}/turns`` with ``{"prompt": ...}``: a follow-up turn.
+* ``POST /arena-api/votes`` with ``{"battle_id", "choice"}``: the vote reveals the names.
 
 Same rules as the UI, through the same :class:`~arena.battles.Arena` and so the same
-single write path. The session is an HttpOnly cookie the server issues with the first
-battle; a vote must carry the cookie of the session the battle was served to.
+single write path. The session is an HttpOnly cookie the server issues and signs with
+the first battle (a cookie it did not sign is ignored); a vote must carry the cookie of
+the session the battle was served to. Errors other than refusals answer a generic 500:
+their text (SQL parameters, model names) goes to the log only.
 """
 
 from __future__ import annotations
 
-import secrets
+import logging
 
 from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from arena.battles import Arena
-from arena.errors import Refused, UnknownBattle
+from arena.errors import ModelFailed, Refused, UnknownBattle
+from arena.limits import client_address
+from arena.sessions import SESSION_COOKIE, Voter
 
-SESSION_COOKIE = "arena_session"
 PREFIX = "/arena-api"
+GENERIC_ERROR = "Something went wrong on the server; nothing was stored. Try again or start a new round."
+log = logging.getLogger(__name__)
+
+
+def request_address(arena: Arena, request) -> str | None:
+    """The client's address for its limits (a FastAPI or Gradio request)."""
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get("x-forwarded-for"), arena.config.trusted_proxies)
+
+
+def logged_in(arena: Arena, request) -> str | None:
+    """The user an authenticating proxy names in ``voter_header``; only a trusted proxy's word counts."""
+    header = arena.config.voter_header
+    peer = request.client.host if request.client else None
+    if not header or peer not in arena.config.trusted_proxies:
+        return None
+    return request.headers.get(header) or None
+
+
+def request_voter(arena: Arena, request, response: Response | None = None, tab: str = "") -> Voter:
+    """The request's voter: a logged-in user, its signed session, or (with ``response``)
+    a new session set as cookie."""
+    address = request_address(arena, request)
+    user = logged_in(arena, request)
+    if user:
+        return Voter(f"user:{user}", address, tab, authenticated=True)
+    token = arena.sessions.verify(request.cookies.get(SESSION_COOKIE))
+    if token is None:
+        if response is None:
+            raise UnknownBattle("This battle was not served to you; start a new round.")
+        token = arena.new_session(address)
+        set_session_cookie(response, token)
+    return Voter(token, address, tab)
+
+
+def set_session_cookie(response: Response, token: str) -> None:
+    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="strict", max_age=30 * 86400)
+
+
+class PromptIn(BaseModel):
+    prompt: str | None = None
 
 
 class VoteIn(BaseModel):
@@ -31,33 +82,67 @@ def api_router(arena: Arena) -> APIRouter:
     # Plain `def` handlers: FastAPI runs them in its thread pool, where waiting on the
     # store's writer does not block the event loop that also serves the UI.
     @router.post("/battles")
-    def serve_pair(request: Request, response: Response) -> dict:
-        """A prompt-set battle: the prompt and both answers, no model names."""
-        session = request.cookies.get(SESSION_COOKIE)
-        if not session:
-            session = secrets.token_urlsafe(24)
-            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict")
-        battle = arena.serve_pair(session)
-        turn = battle.turns[-1]
-        return {"battle_id": battle.id, "prompt": turn.prompt,
-                "response_a": turn.response_a, "response_b": turn.response_b}
+    def serve_pair(request: Request, response: Response, body: PromptIn | None = None):
+        """A battle on ``prompt`` (or a prompt-set pair without one): both answers, no model names."""
+        new = arena.sessions.verify(request.cookies.get(SESSION_COOKIE)) is None
+        voter = request_voter(arena, request, response)
+        try:
+            if body is not None and body.prompt is not None:
+                battle = arena.answer(arena.start(voter, body.prompt))
+            else:
+                battle = arena.serve_pair(voter)
+        except Refused as exc:  # answered here, so a new session's cookie still reaches the voter
+            refused = _refusal(exc)
+            if new:
+                set_session_cookie(refused, voter.token)
+            return refused
+        return _shown(battle)
+
+    @router.post("/battles/{battle_id}/turns")
+    def follow_up(battle_id: str, body: PromptIn, request: Request) -> dict:
+        """Another user turn in an open-prompt battle; both models answer it."""
+        voter = request_voter(arena, request)
+        battle = arena.find(voter, battle_id)
+        if battle.mode == "prompt_set":
+            raise Refused("A prompt-set battle has one fixed turn; vote on it, or start a new one.")
+        return _shown(arena.answer(arena.follow_up(voter, battle, body.prompt or "")))
 
     @router.post("/votes")
     def vote(body: VoteIn, request: Request) -> dict:
         """Store the vote; the answer reveals both models."""
-        session = request.cookies.get(SESSION_COOKIE)
-        if not session:
-            raise UnknownBattle("This battle was not served to you; start a new round.")
-        record = arena.vote(session, body.battle_id, body.choice)
+        record = arena.vote(request_voter(arena, request), body.battle_id, body.choice)
         return {"stored": True, "battle_id": body.battle_id, "winner": record.winner,
                 "model_a": record.model_a, "model_b": record.model_b}
 
     return router
 
 
+def _refusal(exc: Refused) -> JSONResponse:
+    body = {"error": str(exc)}
+    if isinstance(exc, ModelFailed):  # the failed battle exists; say which, so a client can see it is closed
+        body["battle_id"] = exc.battle_id
+    return JSONResponse(body, status_code=exc.status)
+
+
+def _shown(battle) -> dict:
+    turn = battle.turns[-1]
+    return {"battle_id": battle.id, "turn": len(battle.turns), "prompt": turn.prompt,
+            "response_a": turn.response_a, "response_b": turn.response_b}
+
+
 def install(app: FastAPI, arena: Arena) -> None:
     app.include_router(api_router(arena))
 
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return JSONResponse({"error": f"Malformed request ({where}); nothing was stored."}, status_code=422)
+
     @app.exception_handler(Refused)
     async def refused(_request: Request, exc: Refused) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return _refusal(exc)
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"error": GENERIC_ERROR}, status_code=500)

@@ -12,57 +12,58 @@ completes, so a vote is checked against, and recorded from, exactly what was ser
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import random
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from arena.config import ArenaConfig
-from arena.errors import NotReady, RateLimited, Refused
+from arena.errors import ModelFailed, NotReady, Refused, UnknownBattle
+from arena.hygiene import Caps
 from arena.leak import LeakDetector
+from arena.limits import Limits
 from arena.sampling import PairSampler
+from arena.sessions import SessionSigner, Voter
 from arena.store import VoteStore
 from core.backends.base import BackendError, GenerationParams, Model
 from core.models import DEFAULT_CONFIG as MODELS_CONFIG
 from core.models import family_of, resolve
 from core.records import Pair, Record, make_pair_id, read_pairs
-from judges.prompt_sets import PromptItem, load_prompts
+from core.prompts import PromptItem, load_prompts
 
 # Voter's button -> the record's winner value (FastChat's vocabulary).
 CHOICES = {"a": "model_a", "b": "model_b", "tie": "tie", "bothbad": "tie (bothbad)"}
 MODES = ("battle", "side_by_side", "prompt_set")
 # Streaming updates are coalesced to this interval: each one re-sends both panes.
 STREAM_INTERVAL_S = 0.05
+FAILED = "A model failed to answer; start a new round."
+log = logging.getLogger(__name__)
 
 
-class RateLimiter:
-    """At most ``limit`` actions per session in any ``window_s`` seconds (sliding window)."""
+def _voter(session: str | Voter) -> Voter:
+    """Front ends pass a :class:`Voter`; scripts and tests may pass a bare session token."""
+    return session if isinstance(session, Voter) else Voter(session)
 
-    def __init__(self, limit: int, window_s: float, max_sessions: int = 100_000):
-        self.limit = limit
-        self.window_s = window_s
-        self.max_sessions = max_sessions
-        self._events: OrderedDict[str, deque] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def check(self, session: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            events = self._events.pop(session, None) or deque()
-            while events and now - events[0] >= self.window_s:
-                events.popleft()
-            self._events[session] = events  # most recent last, so eviction drops idle ones
-            if len(self._events) > self.max_sessions:
-                self._events.popitem(last=False)
-            if len(events) >= self.limit:
-                wait = self.window_s - (now - events[0])
-                raise RateLimited(f"Too many requests from this session; try again in {wait:.0f} s.")
-            events.append(now)
+def shown(texts: Mapping[str, str], running: set[str], reveal: str) -> tuple[str, str]:
+    """What the voter sees of both panes while ``running`` panes still stream.
+
+    A pane that streams faster names its model (each model has its own pace), so both
+    panes grow together, as far as the slower one got (``common_pace``), or stay empty
+    until both are done (``when_done``). A finished pane shorter than that shows whole.
+    """
+    if not running:
+        return texts["a"], texts["b"]
+    if reveal == "when_done":
+        return "", ""
+    cap = min(len(texts[side]) for side in running)
+    return texts["a"][:cap], texts["b"][:cap]
 
 
 @dataclass
@@ -93,6 +94,7 @@ class Battle:
     category: str | None = None
     source: str | None = None  # the PAIRS file a prompt-set battle came from
     leaks: dict = field(default_factory=lambda: {"a": [], "b": []})
+    tab: str = ""  # the page of the session it was served to (sessions.Voter.tab)
 
     @property
     def anony(self) -> bool:
@@ -117,6 +119,7 @@ class Battle:
     def from_payload(cls, data: Mapping) -> Battle:
         data = dict(data)
         data.pop("anony", None)
+        data.pop("closed", None)  # the store's, not the battle's
         data["turns"] = [Turn(**t) for t in data["turns"]]
         data["models"] = tuple(data["models"])
         data["families"] = tuple(data["families"])
@@ -191,11 +194,17 @@ class Arena:
         self.pairs: list[Pair] = read_pairs(config.pairs) if config.pairs else []
         names = set(self.models) | {m for p in self.pairs for m in (p.model_a, p.model_b)}
         self.leaks = LeakDetector([word for n in sorted(names) for word in self._identity(n)])
-        self.limiter = RateLimiter(config.rate_limit, config.rate_window_s)
+        self.limits = Limits(config.rate_limit, config.address_rate_limit, config.address_new_sessions,
+                             config.global_rate_limit, config.rate_window_s)
+        self.sessions = SessionSigner(store.secret("arena-session"))
         self.max_live = max_live
         self._live: OrderedDict[str, Battle] = OrderedDict()  # battle id -> battle
-        self._current: OrderedDict[tuple[str, str], str] = OrderedDict()  # (session, mode) -> id
-        self._drawn: OrderedDict[str, PromptItem] = OrderedDict()  # session -> last drawn prompt
+        # (token, tab, mode) -> the battle id that page shows
+        self._current: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._drawn: OrderedDict[tuple[str, str], PromptItem] = OrderedDict()  # (token, tab) -> last drawn
+        # (token, tab) -> (forget at, voter id); what was forgotten, to close in the store
+        self._unloaded: OrderedDict[tuple[str, str], tuple[float, str]] = OrderedDict()
+        self._expired: list[tuple[str, str, tuple[str, ...]]] = []
         self._lock = threading.Lock()
         # Every page (anonymous, named) streams through here: one cap for the machine.
         self._generations = threading.BoundedSemaphore(config.max_concurrent_generations)
@@ -210,42 +219,108 @@ class Arena:
         return [w for w in words if w and w != "unknown"]
 
     # -- session bookkeeping -------------------------------------------------------------
-    def current(self, session: str, mode: str) -> Battle | None:
-        with self._lock:
-            battle_id = self._current.get((session, mode))
-            return self._live.get(battle_id) if battle_id else None
+    def new_session(self, address: str | None) -> str:
+        """A signed session id for a client that has none (limited per address)."""
+        self.limits.check_new_session(address)
+        return self.sessions.issue()
 
-    def _remember(self, session: str, battle: Battle) -> None:
+    def _check(self, voter: Voter) -> None:
+        self.limits.check(voter.token, voter.address)
+
+    def _voter_id(self, voter: Voter) -> str:
+        return self.store.voter_id(voter.token, voter.authenticated)
+
+    # The store holds every battle and which one is each page's current one, so any
+    # replica can continue, regenerate or vote on a battle another one served. Memory
+    # only holds what this process is streaming right now (and a cache of the rest).
+    def current(self, session: str | Voter, mode: str) -> Battle | None:
+        """The page's battle in ``mode`` (None after a new round), wherever it was served."""
+        voter = _voter(session)
         with self._lock:
+            self._sweep()
+            self._unloaded.pop((voter.token, voter.tab), None)  # the page is back
+            battle_id = self._current.get((voter.token, voter.tab, mode))
+            cached = self._live.get(battle_id) if battle_id else None
+        self._close_expired()
+        if cached is not None and cached.state == "streaming":
+            return cached  # being answered here; the store has its last completed turn
+        if cached is not None:
+            payload = self.store.load_battle(cached.id)  # another replica may have moved it on
+        else:
+            payload = self.store.current_battle(self._voter_id(voter), voter.tab, mode)
+        if payload is None or payload.get("closed"):
+            return None
+        battle = Battle.from_payload(payload)
+        if battle == cached:
+            return cached
+        self._remember(voter, battle)
+        return battle
+
+    def _remember(self, voter: Voter, battle: Battle) -> None:
+        key = (voter.token, voter.tab, battle.mode)
+        with self._lock:
+            self._sweep()
             self._live[battle.id] = battle
-            self._current[(session, battle.mode)] = battle.id
-            self._current.move_to_end((session, battle.mode))
+            self._current[key] = battle.id
+            self._current.move_to_end(key)
             while len(self._live) > self.max_live:
                 self._live.popitem(last=False)
             while len(self._current) > self.max_live:
                 self._current.popitem(last=False)
 
-    def forget(self, session: str, modes: Sequence[str] = MODES) -> None:
-        """Drop a session's current battles from memory (what was stored stays stored).
+    def forget(self, session: str | Voter, modes: Sequence[str] = MODES, grace: bool = False) -> None:
+        """Close a page's current battles, here and in the store (what was stored stays stored).
 
-        New round forgets one mode's battle, so the next prompt starts a new battle; a
-        closed page forgets them all.
+        New round forgets one mode's battle, so the next prompt starts a new battle. A
+        closed page (``grace``) forgets them all after ``unload_grace_s``, unless the page
+        comes back first (to this replica or another): a dropped connection that
+        reconnects keeps its battle.
         """
+        voter = _voter(session)
         with self._lock:
-            for mode in modes:
-                battle_id = self._current.pop((session, mode), None)
-                if battle_id:
-                    self._live.pop(battle_id, None)
-            if len(modes) == len(MODES):
-                self._drawn.pop(session, None)
+            if grace:
+                deadline = time.monotonic() + self.config.unload_grace_s
+                self._unloaded[(voter.token, voter.tab)] = (deadline, self._voter_id(voter))
+                self._sweep()
+            else:
+                self._drop(voter.token, voter.tab, modes)
+                self._expired.append((self._voter_id(voter), voter.tab, tuple(modes)))
+        self._close_expired()
 
-    def draw_prompt(self, session: str) -> PromptItem:
+    def _drop(self, token: str, tab: str, modes: Sequence[str]) -> None:  # holding self._lock
+        for mode in modes:
+            battle_id = self._current.pop((token, tab, mode), None)
+            if battle_id:
+                self._live.pop(battle_id, None)
+        if len(modes) == len(MODES):
+            self._drawn.pop((token, tab), None)
+
+    def _sweep(self) -> None:  # holding self._lock; deadlines are in insertion order
+        now = time.monotonic()
+        while self._unloaded:
+            (token, tab), (deadline, voter_id) = next(iter(self._unloaded.items()))
+            if deadline > now:
+                break
+            del self._unloaded[(token, tab)]
+            self._drop(token, tab, MODES)
+            self._expired.append((voter_id, tab, MODES))
+
+    def _close_expired(self) -> None:
+        """Close in the store what was dropped here, so no replica brings it back (not holding the lock)."""
+        with self._lock:
+            expired, self._expired = self._expired, []
+        for voter_id, tab, modes in expired:
+            self.store.close_battles(voter_id, tab, modes)
+
+    def draw_prompt(self, session: str | Voter) -> PromptItem:
         if not self.prompts:
             raise Refused("No curated prompt set is configured.")
+        voter = _voter(session)
+        key = (voter.token, voter.tab)
         drawn = self.rng.choice(self.prompts)
         with self._lock:
-            self._drawn[session] = drawn
-            self._drawn.move_to_end(session)
+            self._drawn[key] = drawn
+            self._drawn.move_to_end(key)
             while len(self._drawn) > self.max_live:
                 self._drawn.popitem(last=False)
         return drawn
@@ -261,11 +336,12 @@ class Arena:
             )
         return prompt
 
-    def start(self, session: str, prompt: str, models: Sequence[str] | None = None) -> Battle:
+    def start(self, session: str | Voter, prompt: str, models: Sequence[str] | None = None) -> Battle:
         """A new battle on ``prompt``: sampled anonymous models, or the ``models`` named.
 
         The caller then runs :meth:`stream`. Left/right order is random either way.
         """
+        voter = _voter(session)
         prompt = self._check_prompt(prompt)
         if models is None:
             if self.sampler is None:
@@ -277,12 +353,13 @@ class Arena:
             if len(models) != 2 or unknown or models[0] == models[1]:
                 raise Refused("Pick two different models from the list.")
             mode, pair = "side_by_side", list(models)
-        self.limiter.check(session)
+        self._check(voter)
         # Seeds are per turn (a regenerated turn gets a new one); the rest is per battle.
         params = {k: v for k, v in self.config.params.to_dict().items() if k != "seed"}
         battle = Battle(
             id=secrets.token_urlsafe(18),
-            session=self.store.hash_id(session),
+            session=self.store.voter_id(voter.token, voter.authenticated),
+            tab=voter.tab,
             mode=mode,
             models=(pair[0], pair[1]),
             families=(family_of(pair[0], self.model_config), family_of(pair[1], self.model_config)),
@@ -290,13 +367,13 @@ class Arena:
             turns=[Turn(prompt=prompt, seed=self._seed())],
         )
         with self._lock:
-            drawn = self._drawn.get(session)
+            drawn = self._drawn.get((voter.token, voter.tab))
         if drawn and drawn.prompt == prompt:  # a curated prompt sent as drawn keeps its id
             battle.prompt_id, battle.category = drawn.prompt_id, drawn.category
-        self._remember(session, battle)
+        self._remember(voter, battle)
         return battle
 
-    def follow_up(self, session: str, battle: Battle, prompt: str) -> Battle:
+    def follow_up(self, session: str | Voter, battle: Battle, prompt: str) -> Battle:
         prompt = self._check_prompt(prompt)
         if battle.voted:
             raise Refused("You voted on this battle; start a new round.")
@@ -306,18 +383,18 @@ class Arena:
             raise Refused(
                 f"This battle reached its limit of {self.config.max_turns} turns: vote, or start a new round."
             )
-        self.limiter.check(session)
+        self._check(_voter(session))
         battle.turns.append(Turn(prompt=prompt, seed=self._seed()))
         battle.state = "streaming"
         return battle
 
-    def regenerate(self, session: str, battle: Battle) -> Battle:
+    def regenerate(self, session: str | Voter, battle: Battle) -> Battle:
         """Answer the last turn again (same models, a fresh seed)."""
         if battle.voted:
             raise Refused("You voted on this battle; start a new round.")
         if battle.state == "streaming":
             raise Refused("Wait until both answers are complete.")
-        self.limiter.check(session)
+        self._check(_voter(session))
         last = battle.turns[-1]
         battle.turns[-1] = Turn(prompt=last.prompt, seed=self._seed())
         battle.regenerations += 1
@@ -331,19 +408,23 @@ class Arena:
         """Answer the battle's last turn with both models at once; yield (text A, text B).
 
         Each pane's model runs in its own thread (torch releases the GIL), so both start
-        decoding immediately. When both finish, the battle is stored and becomes votable.
+        decoding immediately; what is yielded grows at a pace common to both panes (see
+        :func:`shown`). When both finish, the battle is stored and only then votable. A
+        model error, a failed save or a consumer that stops reading (a dropped
+        connection) leaves the battle failed, in memory and in the store.
         """
         turn = battle.turns[-1]
         params = GenerationParams(**{**battle.params, "stop": tuple(battle.params["stop"])}, seed=turn.seed)
         pieces: queue.Queue = queue.Queue()
-        cancel = threading.Event()
+        cancel = threading.Event()  # set once the generation slot is given back
+        abandon = threading.Event()  # one pane failed: the other stops too
         turn.latency = {"started": time.time()}
 
         def run(side: str, model: Model, messages: list[dict]) -> None:
             try:
                 for piece in model.stream(messages, params):
                     pieces.put((side, piece))
-                    if cancel.is_set():
+                    if cancel.is_set() or abandon.is_set():
                         break
             except Exception as exc:  # reported to the consumer, which fails the battle
                 pieces.put((side, exc))
@@ -355,37 +436,78 @@ class Arena:
             for side, name in zip("ab", battle.models)
         ]
         texts = {"a": "", "b": ""}
-        running, errors, last_yield = 2, [], 0.0
+        running, errors, last_yield, last_shown = {"a", "b"}, [], 0.0, ("", "")
         queued = time.perf_counter()
         self._generations.acquire()
         started = time.perf_counter()  # first-token times count from when the models start
         turn.latency["queued"] = round(started - queued, 4)
-        for worker in workers:
-            worker.start()
+        finished = False
         try:
+            for worker in workers:
+                worker.start()
             while running:
                 side, piece = pieces.get()
                 now = time.perf_counter() - started
                 if piece is None:
-                    running -= 1
+                    running.discard(side)
                     turn.latency[f"total_{side}"] = round(now, 4)
                 elif isinstance(piece, Exception):
-                    errors.append(f"{side}: {piece}")
+                    errors.append((side, f"{side} ({battle.models['ab'.index(side)]}): {piece!r}"))
+                    abandon.set()  # the battle cannot be voted on: stop the other pane too
                 else:
                     turn.latency.setdefault(f"ttft_{side}", round(now, 4))
                     texts[side] += piece
-                    if now - last_yield >= STREAM_INTERVAL_S:
-                        last_yield = now
-                        yield texts["a"], texts["b"]
-        finally:
+                visible = shown(texts, running, self.config.reveal)
+                if running and visible != last_shown and now - last_yield >= STREAM_INTERVAL_S:
+                    last_yield, last_shown = now, visible
+                    yield visible
             cancel.set()
             self._generations.release()
-        turn.response_a, turn.response_b = texts["a"].strip(), texts["b"].strip()
-        if errors:
-            battle.state = "failed"
-            raise Refused("A model failed to answer; start a new round.")
-        self._finish(battle)
+            turn.response_a, turn.response_b = texts["a"].strip(), texts["b"].strip()
+            if errors:
+                log.error("battle %s failed: %s", battle.id, "; ".join(text for _, text in errors))
+                # The voter's message names the pane, never the model (its error text may name it).
+                panes = " and ".join(f"Model {side.upper()}" for side in sorted(side for side, _ in errors))
+                raise ModelFailed(f"{panes} stopped answering (its server failed or is unreachable), so this "
+                                  "battle cannot be voted on. Start a new round.", battle.id)
+            self._finish(battle)
+            finished = True
+        finally:
+            if not cancel.is_set():  # the consumer left mid-stream (GeneratorExit) or a worker never started
+                cancel.set()
+                self._generations.release()
+            if not finished:
+                self._fail(battle)
         yield turn.response_a, turn.response_b
+
+    def _fail(self, battle: Battle) -> None:
+        """Mark the battle failed, and store that, so no vote lands on an earlier turn."""
+        battle.state = "failed"
+        try:
+            self.store.save_battle(battle.to_payload())
+        except Exception:  # memory says failed, and Arena.vote reads memory first
+            log.exception("could not store battle %s as failed", battle.id)
+
+    def answer(self, battle: Battle) -> Battle:
+        """Run :meth:`stream` to the end: both answers of the last turn, for the HTTP API."""
+        for _ in self.stream(battle):
+            pass
+        return battle
+
+    def find(self, session: str | Voter, battle_id: str) -> Battle:
+        """``session``'s battle ``battle_id``, wherever it was served (see :meth:`current`)."""
+        voter = _voter(session)
+        with self._lock:
+            battle = self._live.get(battle_id)
+        if battle is None or battle.state != "streaming":
+            payload = self.store.load_battle(battle_id)
+            battle = Battle.from_payload(payload) if payload else None
+        # A battle of another session reads as unknown: do not confirm that it exists.
+        if battle is None or battle.session != self._voter_id(voter):
+            raise UnknownBattle("This battle was not served to you; start a new round.")
+        self._remember(voter, battle)
+        return battle
+
 
     def warm_up(self) -> None:
         """Stream two tokens from every model, both at once, as battles do.
@@ -402,28 +524,38 @@ class Arena:
             worker.join()
 
     def _finish(self, battle: Battle) -> None:
+        """Store the completed battle, then make it votable: a vote binds to what was stored."""
         answers = [(t.response_a, t.response_b) for t in battle.turns]
-        battle.leaks = {
-            "a": sorted({n for a, _ in answers for n in self.leaks.find(a)}),
-            "b": sorted({n for _, b in answers for n in self.leaks.find(b)}),
+        # Union with the earlier flags: a regenerated turn replaces an answer, not what
+        # the voter already read in it.
+        leaks = {
+            "a": {n for a, _ in answers for n in self.leaks.find(a)} | set(battle.leaks["a"]),
+            "b": {n for _, b in answers for n in self.leaks.find(b)} | set(battle.leaks["b"]),
         }
-        battle.state = "ready"
-        battle.ready_at = time.time()
-        self.store.save_battle(battle.to_payload())
+        payload = battle.to_payload()
+        payload.update(state="ready", ready_at=time.time(), leaks={k: sorted(v) for k, v in leaks.items()})
+        try:
+            self.store.save_battle(payload)
+        except Exception:
+            log.exception("could not store battle %s", battle.id)
+            raise Refused("Your answers could not be saved; start a new round.") from None
+        battle.leaks, battle.ready_at, battle.state = payload["leaks"], payload["ready_at"], "ready"
 
     # -- prompt-set battles ---------------------------------------------------------------
-    def serve_pair(self, session: str) -> Battle:
+    def serve_pair(self, session: str | Voter) -> Battle:
         """A pre-generated pair from the prompt set, in random left/right order, votable at once."""
         if not self.pairs:
             raise Refused("No prompt set with pre-generated answers is configured.")
-        self.limiter.check(session)
+        voter = _voter(session)
+        self._check(voter)
         pair = self.rng.choice(self.pairs)
         sides = [(pair.model_a, pair.family_a, pair.response_a), (pair.model_b, pair.family_b, pair.response_b)]
         self.rng.shuffle(sides)
         (left, fam_l, resp_l), (right, fam_r, resp_r) = sides
         battle = Battle(
             id=secrets.token_urlsafe(18),
-            session=self.store.hash_id(session),
+            session=self.store.voter_id(voter.token, voter.authenticated),
+            tab=voter.tab,
             mode="prompt_set",
             models=(left, right),
             families=(fam_l or family_of(left, self.model_config), fam_r or family_of(right, self.model_config)),
@@ -434,23 +566,32 @@ class Arena:
             category=pair.category,
             source=Path(self.config.pairs).name,
         )
-        self._remember(session, battle)
         self._finish(battle)
+        self._remember(voter, battle)
         return battle
 
     # -- votes ----------------------------------------------------------------------------
-    def vote(self, session: str, battle_id: str, choice: str) -> Record:
+    def vote(self, session: str | Voter, battle_id: str, choice: str) -> Record:
         """Store ``session``'s vote on ``battle_id``, once. Raises :class:`Refused`."""
         if choice not in CHOICES:
             raise Refused(f"Unknown choice {choice!r}; use one of {', '.join(CHOICES)}.")
-        self.limiter.check(session)
+        voter = _voter(session)
+        self._check(voter)
         with self._lock:
             battle = self._live.get(battle_id)
+        # Another session's battle is left to the store, which answers "not served to you"
+        # whatever its state: its state is not this voter's business.
+        if battle is not None and battle.session != self.store.voter_id(voter.token, voter.authenticated):
+            battle = None
         # The store holds the last completed turn; a turn still streaming is not votable.
         if battle is not None and battle.state == "streaming":
             raise NotReady("Wait until both answers are complete, then vote.")
+        if battle is not None and battle.state == "failed":
+            raise NotReady("This battle failed before both answers were complete; start a new round.")
         winner = CHOICES[choice]
-        record = self.store.cast_vote(battle_id, session, lambda payload, t: build_record(payload, winner, t))
+        caps = Caps(self.config.daily_vote_cap, self.config.max_votes_per_prompt)
+        record = self.store.cast_vote(battle_id, voter.token, lambda payload, t: build_record(payload, winner, t),
+                                      authenticated=voter.authenticated, caps=caps)
         if battle is not None:
             battle.voted = True
         return record

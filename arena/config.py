@@ -16,6 +16,7 @@ from core.backends.base import GenerationParams
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "data" / "arena.toml"
 SAMPLERS = ("uniform", "weighted", "active")
+REVEALS = ("common_pace", "when_done")
 
 
 @dataclass(frozen=True)
@@ -31,16 +32,33 @@ class ArenaConfig:
     prompts: Path | None = None  # curated prompts for "draw a prompt"
     pairs: Path | None = None  # PAIRS.jsonl with pre-generated answers (prompt-set mode)
     rate_limit: int = 30  # actions (send, regenerate, vote) per session ...
-    rate_window_s: float = 60.0  # ... in this many seconds
+    rate_window_s: float = 60.0  # ... in this many seconds (every limit below uses this window)
+    address_rate_limit: int = 120  # actions per client address, all its sessions together
+    address_new_sessions: int = 20  # sessions issued per client address
+    global_rate_limit: int = 6000  # actions of all clients together
+    trusted_proxies: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
+    queue_max_size: int = 16  # Gradio events waiting per page; more are turned away
+    max_body_bytes: int = 1_000_000  # request bodies and uploads
+    prompt_set_rated: bool = False  # count logged-in voters' prompt-set votes (one per voter and pair)
+    voter_header: str = ""  # header naming the logged-in user, set by a trusted (authenticating) proxy
+    reveal: str = "common_pace"  # common_pace: both panes grow together; when_done: nothing until both end
+    unload_grace_s: float = 60.0  # a closed page's battle is kept this long (a reconnect finds it)
     max_concurrent_generations: int = 1
     bootstrap: int = 200  # leaderboard CIs
+    daily_vote_cap: int = 200  # counted votes per voter per UTC day (0: no cap); more are stored, flagged
+    max_votes_per_prompt: int = 50  # counted votes on one typed prompt (0: no cap); FastChat's de-duplication
+    anomaly_alpha: float = 0.001  # level of the anomalous-voter test (arena.hygiene)
     synchronous: str = "FULL"  # SQLite: FULL survives power loss, NORMAL only a crash
 
     def __post_init__(self) -> None:
         if self.sampling not in SAMPLERS:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLERS)}, got {self.sampling!r}")
-        if self.max_turns < 1 or self.max_prompt_chars < 1 or self.rate_limit < 1:
-            raise ValueError("max_turns, max_prompt_chars and rate_limit must be positive")
+        positive = ("max_turns", "max_prompt_chars", "rate_limit", "address_rate_limit", "address_new_sessions",
+                    "global_rate_limit", "queue_max_size", "max_body_bytes")
+        if any(getattr(self, name) < 1 for name in positive):
+            raise ValueError(f"{', '.join(positive)} must be positive")
+        if self.reveal not in REVEALS:
+            raise ValueError(f"reveal must be one of {', '.join(REVEALS)}, got {self.reveal!r}")
         if self.synchronous not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, got {self.synchronous!r}")
 
@@ -80,8 +98,21 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         pairs=local("pairs"),
         rate_limit=int(limit.get("actions", 30)),
         rate_window_s=float(limit.get("per_seconds", 60.0)),
+        address_rate_limit=int(limit.get("per_address", ArenaConfig.address_rate_limit)),
+        address_new_sessions=int(limit.get("new_sessions_per_address", ArenaConfig.address_new_sessions)),
+        global_rate_limit=int(limit.get("global", ArenaConfig.global_rate_limit)),
+        trusted_proxies=tuple(limit.get("trusted_proxies", ())),
+        queue_max_size=int(raw.get("queue_max_size", ArenaConfig.queue_max_size)),
+        max_body_bytes=int(raw.get("max_body_bytes", ArenaConfig.max_body_bytes)),
+        prompt_set_rated=bool(raw.get("prompt_set_rated", False)),
+        voter_header=raw.get("voter_header", ""),
+        reveal=raw.get("reveal", ArenaConfig.reveal),
+        unload_grace_s=float(raw.get("unload_grace_s", ArenaConfig.unload_grace_s)),
         max_concurrent_generations=int(raw.get("max_concurrent_generations", 1)),
         bootstrap=int(raw.get("bootstrap", 200)),
+        daily_vote_cap=int(raw.get("daily_vote_cap", 200)),
+        max_votes_per_prompt=int(raw.get("max_votes_per_prompt", 50)),
+        anomaly_alpha=float(raw.get("anomaly_alpha", 0.001)),
         synchronous=raw.get("synchronous", "FULL"),
     )
     return replace(config, **overrides) if overrides else config

@@ -20,3 +20,13 @@ class AlreadyVoted(Refused):
 
 class NotReady(Refused):
     status = 409
+
+
+class ModelFailed(Refused):
+    """A model's server died or broke off mid-answer: the battle cannot be voted on."""
+
+    status = 502
+
+    def __init__(self, message: str, battle_id: str):
+        super().__init__(message)
+        self.battle_id = battle_id

@@ -1,7 +1,8 @@
 """Export stored votes: ``python -m arena.export --db URL --out FILE [--format records|fastchat]``.
 
 ``records``: one record per line (DESIGN.md), everything stored, flags in ``meta``
-(``anony``, ``identity_leak``) so analysis can filter. ``fastchat``: a JSON list of
+(``anony``, ``identity_leak``, and vote hygiene's ``flags``, see :mod:`arena.hygiene`)
+so analysis can filter; nothing is left out unless ``--ratable-only``. ``fastchat``: a JSON list of
 battles in Chatbot Arena's clean-battle shape, which FastChat's rating notebooks read.
 """
 
@@ -31,6 +32,7 @@ def to_fastchat(record: Record) -> dict:
         "conversation_b": conversation.get("model_b", []),
         "pair_id": record.pair_id,
         "identity_leak": record.meta.get("identity_leak", False),
+        "flags": record.meta.get("flags", []),
     }
 
 
@@ -41,13 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("records", "fastchat"), default="records",
                         help="records: JSONL records (default); fastchat: a JSON list of battles")
     parser.add_argument("--ratable-only", action="store_true",
-                        help="only anonymous votes whose answers did not name a model")
+                        help="only the votes ratings count: anonymous, answers that named no model, "
+                             "no prompt-set votes, no vote-hygiene flag")
+    parser.add_argument("--anomaly-alpha", type=float, default=0.001,
+                        help="level of the anomalous-voter test re-run before exporting (default: %(default)s)")
     args = parser.parse_args(argv)
     url = db_url(args.db, Path.cwd())
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         parser.error(f"no vote store at {url}")  # rather than export from a new, empty one
     store = VoteStore(url)
     try:
+        store.refresh_anomalies(args.anomaly_alpha)  # flags follow the current ratings
         records = store.records(ratable=args.ratable_only)
     finally:
         store.close()

@@ -1,29 +1,69 @@
-"""The leaderboard tab's numbers: Bradley-Terry ratings with CIs, win-rate and count matrices.
+"""The leaderboard's numbers, from the stored votes: counts first, ratings when the data allow.
 
-Only ratable votes count: anonymous battles whose answers did not name a model (see
-``VoteStore.records(ratable=True)``). The rating math is ``analysis.ratings``'.
+Only ratable votes count: anonymous battles whose answers did not name a model and that
+no hygiene flag set aside (see ``VoteStore.records(ratable=True)``). Counts per model
+and per pair are shown from the first vote. Ratings follow the data:
+
+* the Bradley-Terry MLE exists (:func:`analysis.ratings.mle_exists`, Ford 1957):
+  ratings with 95% bootstrap CIs (sandwich Wald where a bootstrap replicate has no MLE);
+* otherwise (e.g. after one vote: the winner has only wins): a regularised estimate,
+  labelled as such, with a stated Gaussian prior on each model's log-strength;
+* fewer than two models: "needs more votes".
+
+Anchored on FastChat's monitor (``elo_analysis.py``): Rank (UB) as Chiang et al. 2024,
+sec. 5 (1 + models whose lower bound beats this one's upper bound), a battle-count
+matrix, a win-fraction matrix, a style-controlled rating (Li et al. 2024) and category
+views (:mod:`arena.categories`). The rating math is ``analysis.ratings``'.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from arena.store import VoteStore
+from arena.categories import in_category
 from core.records import Record
+
+# Ridge on log-strengths when the MLE does not exist: l2/2 |theta|^2 is a N(0, 1/l2) prior.
+PRIOR_L2 = 1.0
+PRIOR_SD_ELO = 400 / math.log(10) / math.sqrt(PRIOR_L2)  # the prior's SD on the Elo scale
+NEEDS_MORE = "Needs more votes: ratings need rated votes between at least two models."
 
 
 @dataclass(frozen=True)
 class Leaderboard:
-    summary: str
-    ratings: pd.DataFrame
-    win_rates: pd.DataFrame
-    counts: pd.DataFrame
+    summary: str  # what was counted and how the ratings were obtained
+    ratings: pd.DataFrame  # Rank (UB), model, rating, lower, upper, votes[, style-controlled]
+    models: pd.DataFrame  # model, votes, wins, ties, losses
+    win_rates: pd.DataFrame  # win fraction of row model over column model
+    counts: pd.DataFrame  # battles per pair
+    method: str  # "mle", "regularised" or "none"
+
+
+def model_counts(records: list[Record]) -> pd.DataFrame:
+    """Votes per model with wins, ties (both-bad included) and losses."""
+    rows: dict[str, dict[str, int]] = {}
+    for r in records:
+        for side, model in (("model_a", r.model_a), ("model_b", r.model_b)):
+            row = rows.setdefault(model, {"votes": 0, "wins": 0, "ties": 0, "losses": 0})
+            row["votes"] += 1
+            if r.winner == side:
+                row["wins"] += 1
+            elif r.winner in ("model_a", "model_b"):
+                row["losses"] += 1
+            else:
+                row["ties"] += 1
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=["votes", "wins", "ties", "losses"])
+    frame.index.name = "model"
+    return frame.sort_values(["votes", "wins"], ascending=False).reset_index()
 
 
 def matrices(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(win rate of row model over column model, battles per pair); a tie scores ½ each."""
+    """(win fraction of row model over column model, battles per pair); a tie scores ½ each."""
     models = sorted({m for r in records for m in (r.model_a, r.model_b)})
     score = pd.DataFrame(0.0, index=models, columns=models)
     count = pd.DataFrame(0, index=models, columns=models)
@@ -40,19 +80,67 @@ def matrices(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rates.reset_index(), count.reset_index()
 
 
-def compute(store: VoteStore, bootstrap: int = 200, seed: int = 0) -> Leaderboard:
-    everything = store.count_votes()
-    records = store.records(ratable=True)
-    excluded = everything - len(records)
-    note = (f"{len(records)} rated votes; {excluded} more stored but not rated "
-            "(named side-by-side votes, or answers that named a model).")
-    if len({m for r in records for m in (r.model_a, r.model_b)}) < 2:
-        empty = pd.DataFrame()
-        return Leaderboard("No rated votes yet. " + note, empty, empty, empty)
+def ratings(records: list[Record], bootstrap: int = 200, seed: int = 0) -> tuple[pd.DataFrame, str, str]:
+    """(table, method, note): the MLE with CIs, a labelled regularised estimate, or nothing."""
     from analysis.frames import records_to_frame
+    from analysis.ratings import aggregate, mle_exists, rate
+
+    if len({m for r in records for m in (r.model_a, r.model_b)}) < 2:
+        return pd.DataFrame(), "none", NEEDS_MORE
+    frame = records_to_frame(records)
+    if mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"])):
+        method = "mle"
+        try:
+            result = rate(frame, "bt", bootstrap=bootstrap, seed=seed)
+        except RuntimeError:  # some bootstrap resample has no MLE: few votes per pair
+            result = rate(frame, "bt")
+        note = f"Bradley-Terry maximum-likelihood ratings, 95% CI ({result.interval})."
+    else:
+        method = "regularised"
+        result = rate(frame, "bt", l2=PRIOR_L2)
+        note = ("**Regularised estimate, needs more votes:** some model has only wins or only losses "
+                "against the rest, so the Bradley-Terry maximum-likelihood rating does not exist yet. "
+                f"Shown instead: ratings shrunk towards 1000 by a Gaussian prior (SD {PRIOR_SD_ELO:.0f} Elo "
+                f"points on each model's strength), with {result.interval} intervals under that prior.")
+    table = result.table.rename(columns={"rank": "rank (UB)", "n": "votes"})
+    table = table[["rank (UB)", "model", "rating", "lower", "upper", "votes"]].round(1)
+    if method == "mle":
+        table["style-controlled"] = _style_controlled(frame).reindex(table["model"]).round(1).to_numpy()
+    return table, method, note
+
+
+def _style_controlled(frame: pd.DataFrame) -> pd.Series:
+    """Style-controlled BT rating per model (Li et al. 2024); NaN where it cannot be fitted yet."""
     from analysis.ratings import rate
 
-    table = rate(records_to_frame(records), "bt", bootstrap=bootstrap, seed=seed).table
-    table = table[["rank", "model", "rating", "lower", "upper", "n"]].round(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # statsmodels warns, rather than fails, on perfect separation
+            table = rate(frame, "bt-style").table
+    except (RuntimeError, ValueError, ArithmeticError, Warning, np.linalg.LinAlgError):
+        return pd.Series(dtype=float)  # too few or too uniform votes for the style regression
+    return table.set_index("model")["rating"]
+
+
+def compute(store, bootstrap: int = 200, seed: int = 0, category: str = "all",
+            anomaly_alpha: float = 0.001) -> Leaderboard:
+    """The leaderboard of ``store``'s ratable votes, optionally one category's (:mod:`arena.categories`).
+
+    The anomalous-voter flags are refreshed first, against the current ratings.
+    """
+    store.refresh_anomalies(anomaly_alpha)
+    everything = store.count_votes()
+    rated = store.records(ratable=True)
+    records = [r for r in rated if in_category(r, category)]
+    prompt_set = ("prompt-set votes other than a logged-in voter's first on each pair" if store.prompt_set_rated
+                  else "prompt-set votes, whose fixed answers a voter can recognise")
+    note = (f"{len(rated)} rated votes; {everything - len(rated)} more stored but not rated "
+            f"(named side-by-side votes, {prompt_set}, answers that named a model, "
+            "or votes set aside by vote hygiene).")
+    if category != "all":
+        note += f" This view (**{category}**): {len(records)} votes."
+    table, method, how = ratings(records, bootstrap=bootstrap, seed=seed)
+    if not records:
+        note = "No rated votes yet. " + note
     rates, count = matrices(records)
-    return Leaderboard(note, table, rates, count)
+    return Leaderboard(f"{note}\n\n{how}", table, model_counts(records), rates, count, method)

@@ -5,44 +5,61 @@ arena (or judges) running elsewhere.
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (with ``stream``), and
 ``POST /v1/completions`` (text generation, and ``echo`` with ``logprobs`` for scoring).
+
+Requests are checked before any work: sampling settings in their ranges, ``n`` = 1 (one
+choice is all this server makes), well-formed messages, at most 4 stop strings, and
+caps on ``max_tokens`` and on prompt size; anything else is refused with 400/422. With
+``--api-key`` (or ``PAIRLAB_SERVE_API_KEY``) every route wants ``Authorization: Bearer KEY``
+(our OpenAI client sends ``OPENAI_API_KEY``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Annotated, Literal
 
-from fastapi import FastAPI, HTTPException
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
+from arena.limits import BodyLimit
 from core.backends.base import GenerationParams, Model
 
+API_KEY_ENV = "PAIRLAB_SERVE_API_KEY"
+Stop = Annotated[str, StringConstraints(max_length=64)]
 
-class ChatRequest(BaseModel):
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Sampling(BaseModel):
     model: str
-    messages: list[dict]
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+    stop: Stop | list[Stop] | None = Field(default=None, max_length=4)
+    n: int = Field(default=1, ge=1, le=1, description="this server makes one choice per request")
+
+
+class ChatRequest(Sampling):
+    messages: list[Message] = Field(min_length=1, max_length=256)
     max_tokens: int | None = Field(default=None, ge=0)
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-    stop: str | list[str] | None = None
     stream: bool = False
 
 
-class CompletionRequest(BaseModel):
-    model: str
+class CompletionRequest(Sampling):
     prompt: str
     max_tokens: int = Field(default=16, ge=0)
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-    stop: str | list[str] | None = None
     echo: bool = False
-    logprobs: int | None = None
+    logprobs: int | None = Field(default=None, ge=0, le=5)
 
 
 def _params(req, default_max: int) -> GenerationParams:
@@ -53,12 +70,26 @@ def _params(req, default_max: int) -> GenerationParams:
     )
 
 
-def build_app(model: Model, default_max_tokens: int = 256) -> FastAPI:
-    app = FastAPI(title=f"pairlab serve: {model.id}")
+def build_app(model: Model, default_max_tokens: int = 256, max_tokens_limit: int = 2048,
+              max_prompt_chars: int = 100_000, api_key: str | None = None) -> FastAPI:
+    def authorised(request: Request) -> None:
+        if api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not secrets.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
-    def check(name: str) -> None:
-        if name != model.id:
-            raise HTTPException(404, f"model {name!r} is not served here; this server serves {model.id!r}")
+    app = FastAPI(title=f"pairlab serve: {model.id}", dependencies=[Depends(authorised)])
+    # Room for the largest prompt (up to 4 bytes a character) plus the request's other fields.
+    app.add_middleware(BodyLimit, max_bytes=4 * max_prompt_chars + 65_536)
+
+    def check(req, prompt_chars: int) -> None:
+        if req.model != model.id:
+            raise HTTPException(404, f"model {req.model!r} is not served here; this server serves {model.id!r}")
+        if (req.max_tokens or 0) > max_tokens_limit:
+            raise HTTPException(400, f"max_tokens is {req.max_tokens}; this server allows at most {max_tokens_limit}")
+        if prompt_chars > max_prompt_chars:
+            raise HTTPException(400, f"the prompt has {prompt_chars} characters; this server allows {max_prompt_chars}")
 
     @app.get("/v1/models")
     def models() -> dict:
@@ -66,8 +97,9 @@ def build_app(model: Model, default_max_tokens: int = 256) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     def chat(req: ChatRequest):
-        check(req.model)
-        params = _params(req, default_max_tokens)
+        check(req, sum(len(m.content) for m in req.messages))
+        params = _params(req, min(default_max_tokens, max_tokens_limit))
+        messages = [m.model_dump() for m in req.messages]
         created, rid = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
         if req.stream:
             def chunk(delta: dict, finish: str | None) -> str:
@@ -77,13 +109,13 @@ def build_app(model: Model, default_max_tokens: int = 256) -> FastAPI:
 
             def events() -> Iterator[str]:
                 yield chunk({"role": "assistant", "content": ""}, None)
-                for piece in model.stream(req.messages, params):  # each piece goes out as it is decoded
+                for piece in model.stream(messages, params):  # each piece goes out as it is decoded
                     yield chunk({"content": piece}, None)
                 yield chunk({}, "stop")
                 yield "data: [DONE]\n\n"
             return StreamingResponse(events(), media_type="text/event-stream")
-        done = model.generate([req.messages], params)[0]
-        prompt_tokens = len(model.tokenizer(model.render(req.messages)).input_ids) if hasattr(model, "tokenizer") else 0
+        done = model.generate([messages], params)[0]
+        prompt_tokens = len(model.tokenizer(model.render(messages)).input_ids) if hasattr(model, "tokenizer") else 0
         return {
             "id": rid, "object": "chat.completion", "created": created, "model": model.id,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text},
@@ -94,7 +126,7 @@ def build_app(model: Model, default_max_tokens: int = 256) -> FastAPI:
 
     @app.post("/v1/completions")
     def completions(req: CompletionRequest):
-        check(req.model)
+        check(req, len(req.prompt))
         text, logprobs = "", None
         if req.echo:
             if not hasattr(model, "prompt_logprobs"):
@@ -118,9 +150,16 @@ def build_app(model: Model, default_max_tokens: int = 256) -> FastAPI:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="model id or name, e.g. smollm2-135m-instruct or hf:/dir")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--max-tokens", type=int, default=256, help="default max_tokens when a request names none")
+    parser.add_argument("--max-tokens-limit", type=int, default=2048,
+                        help="largest max_tokens a request may ask for (default: %(default)s)")
+    parser.add_argument("--max-prompt-chars", type=int, default=100_000,
+                        help="largest prompt, in characters over all messages (default: %(default)s)")
+    parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                        help=f"require 'Authorization: Bearer KEY' on every route (default: ${API_KEY_ENV}; "
+                             "none: open to anyone who can reach the port)")
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -129,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
 
     model = get_model(args.model, backend="transformers")
     print(f"serving {model.id} on http://{args.host}:{args.port}/v1", flush=True)
-    uvicorn.run(build_app(model, args.max_tokens), host=args.host, port=args.port, log_level="warning")
+    app = build_app(model, args.max_tokens, args.max_tokens_limit, args.max_prompt_chars, args.api_key)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
 

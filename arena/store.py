@@ -19,7 +19,7 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -33,21 +33,29 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    and_,
     create_engine,
     event,
     func,
     insert,
+    or_,
+    false,
     select,
+    true,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from arena import hygiene
 from arena.errors import AlreadyVoted, NotReady, Refused, UnknownBattle
 from core.records import Record
 
 log = logging.getLogger(__name__)
 metadata = MetaData()
+AUTHENTICATED = "u-"  # prefix of a logged-in voter's id
 
 settings = Table(
     "arena_settings", metadata,
@@ -66,6 +74,9 @@ battles = Table(
     Column("created", Float, nullable=False),
     Column("updated", Float, nullable=False),
     Column("payload", JSON, nullable=False),
+    Column("tab", String(64), nullable=True),  # the page it was served to (sessions.Voter.tab)
+    # "New round" closes the page's battle of that mode: no replica continues it.
+    Column("closed", Boolean, nullable=False, server_default=false()),
 )
 
 votes = Table(
@@ -83,7 +94,13 @@ votes = Table(
     Column("pair_id", String(64), nullable=False),
     Column("tstamp", Float, nullable=False),
     Column("record", JSON, nullable=False),
+    # Vote hygiene (arena.hygiene): why a vote is set aside; ``counted`` = no flags.
+    Column("prompt_key", String(16), nullable=True, index=True),
+    Column("flags", JSON, nullable=True),
+    Column("counted", Boolean, nullable=False, server_default=true(), index=True),
 )
+# Columns added after the first release: stores created before get them on open.
+_ADDED = {"votes": ("prompt_key", "flags", "counted"), "battles": ("tab", "closed")}
 
 
 def _sqlite_engine(url: str, synchronous: str) -> Engine:
@@ -107,7 +124,11 @@ def _sqlite_engine(url: str, synchronous: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(conn):
-        conn.exec_driver_sql("BEGIN")
+        # The writer's transactions take the write lock up front (IMMEDIATE), waiting up
+        # to busy_timeout for it. A plain BEGIN reads first and asks for the lock later;
+        # when another process committed meanwhile, SQLite fails the write at once (the
+        # read is stale) and no busy_timeout helps. Readers keep a plain BEGIN.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("writer") else "BEGIN")
 
     return engine
 
@@ -182,14 +203,16 @@ class _Writer(threading.Thread):
 class VoteStore:
     """Battles and votes. ``url``: any SQLAlchemy URL; SQLite files get WAL mode."""
 
-    def __init__(self, url: str, synchronous: str = "FULL"):
+    def __init__(self, url: str, synchronous: str = "FULL", prompt_set_rated: bool = False):
         self.url = url
+        self.prompt_set_rated = prompt_set_rated
         if url.startswith("sqlite"):
             self.engine = _sqlite_engine(url, synchronous)
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
         metadata.create_all(self.engine)
-        self._writer = _Writer(self.engine)
+        _add_missing_columns(self.engine)
+        self._writer = _Writer(self.engine.execution_options(writer=True))
         self._writer.start()
         self._salt = self._writer.submit(_ensure_salt)
         self._closing = threading.Event()
@@ -217,9 +240,18 @@ class VoteStore:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
 
+    def secret(self, purpose: str) -> bytes:
+        """A key for ``purpose`` (e.g. signing sessions), derived from the store's salt:
+        the same on every replica of this store and after a restart."""
+        return hashlib.sha256(f"{self._salt}\x1f{purpose}".encode()).digest()
+
     def hash_id(self, raw: str) -> str:
         """A stable pseudonym for a session or voter token; the token itself is never stored."""
         return hashlib.sha256(f"{self._salt}\x1f{raw}".encode()).hexdigest()[:16]
+
+    def voter_id(self, token: str, authenticated: bool = False) -> str:
+        """The stored voter: the token's pseudonym, marked ``u-`` for a logged-in voter."""
+        return (AUTHENTICATED if authenticated else "") + self.hash_id(token)
 
     # -- writes (all through the writer) ------------------------------------------------
     def save_battle(self, payload: dict) -> None:
@@ -228,27 +260,28 @@ class VoteStore:
         row = {
             "session": payload["session"], "mode": payload["mode"], "anony": payload["anony"],
             "model_a": payload["models"][0], "model_b": payload["models"][1],
-            "updated": now, "payload": payload,
+            "updated": now, "payload": payload, "tab": payload.get("tab", ""),
         }
 
         def write(conn: Connection) -> None:
-            exists = conn.execute(select(battles.c.id).where(battles.c.id == payload["id"])).first()
-            if exists:
-                conn.execute(update(battles).where(battles.c.id == payload["id"]).values(**row))
-            else:
-                conn.execute(insert(battles).values(id=payload["id"], created=now, **row))
+            # One statement, so two replicas saving the same battle cannot both insert it.
+            statement = _insert(conn, battles).values(id=payload["id"], created=now, **row)
+            conn.execute(statement.on_conflict_do_update(index_elements=[battles.c.id], set_=row))
 
         self._writer.submit(write)
 
-    def cast_vote(self, battle_id: str, session: str, make_record: Callable[[dict, float], Record]) -> Record:
+    def cast_vote(self, battle_id: str, session: str, make_record: Callable[[dict, float], Record],
+                  authenticated: bool = False, caps: hygiene.Caps = hygiene.Caps()) -> Record:
         """Store the vote on ``battle_id`` cast by ``session`` (raw token), once.
 
         ``make_record(payload, tstamp)`` builds the record from the stored battle, so the
-        vote is bound to exactly what the server served. Raises :class:`Refused`.
+        vote is bound to exactly what the server served. Raises :class:`Refused`. A vote
+        over one of ``caps`` is stored with its flag in ``meta["flags"]`` and not counted.
         """
-        hashed = self.hash_id(session)
+        hashed = self.voter_id(session, authenticated)
 
         def write(conn: Connection) -> Record:
+            _lock_battle(conn, battle_id)
             row = conn.execute(
                 select(battles.c.session, battles.c.payload, votes.c.id.label("vote"))
                 .outerjoin(votes, votes.c.battle_id == battles.c.id)
@@ -259,10 +292,18 @@ class VoteStore:
                 raise UnknownBattle("This battle was not served to you; start a new round.")
             if row.vote is not None:
                 raise AlreadyVoted("You already voted on this battle; start a new round.")
+            if row.payload.get("state") == "failed":
+                raise NotReady("This battle failed before both answers were complete; start a new round.")
             if row.payload.get("state") != "ready":
                 raise NotReady("Wait until both answers are complete, then vote.")
             record = make_record(row.payload, time.time())
+            key = hygiene.prompt_key([m["content"] for m in (record.conversation or {}).get("model_a", [])
+                                      if m["role"] == "user"] or [record.prompt])
+            flags = _cap_flags(conn, record, key, caps)
+            if flags:
+                record.meta["flags"] = flags
             conn.execute(insert(votes).values(
+                prompt_key=key, flags=flags, counted=not flags,
                 battle_id=battle_id, voter=record.meta["voter"], judge=record.judge,
                 mode=record.meta["mode"], anony=record.meta["anony"],
                 identity_leak=record.meta["identity_leak"], winner=record.winner,
@@ -273,23 +314,106 @@ class VoteStore:
 
         try:
             return self._writer.submit(write)
-        except IntegrityError:  # another replica stored it between our check and insert
+        except IntegrityError:  # another replica stored it between our check and insert?
+            with self.engine.connect() as conn:
+                stored = conn.execute(select(votes.c.id).where(votes.c.battle_id == battle_id)).first()
+            if stored is None:  # no: some other constraint failed, and the vote is not stored
+                raise
             raise AlreadyVoted("You already voted on this battle; start a new round.") from None
 
     # -- reads ---------------------------------------------------------------------------
-    def records(self, ratable: bool = False) -> list[Record]:
-        """All stored votes in commit order; ``ratable``: anonymous and leak-free only."""
-        query = select(votes.c.record).order_by(votes.c.id)
-        if ratable:
-            query = query.where(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
+    def load_battle(self, battle_id: str) -> dict | None:
+        """The stored payload of ``battle_id`` (as ``Battle.to_payload`` wrote it, ``voted`` from
+        the votes table, ``closed`` by a new round), or None."""
+        return self._battle(battles.c.id == battle_id)
+
+    def current_battle(self, session_hash: str, tab: str, mode: str) -> dict | None:
+        """The payload of the page's latest battle in ``mode`` that no new round closed, or None."""
+        return self._battle(battles.c.session == session_hash, battles.c.tab == tab, battles.c.mode == mode,
+                            battles.c.closed.is_(False))
+
+    def _battle(self, *where) -> dict | None:
+        query = (select(battles.c.payload, battles.c.closed, votes.c.id.label("vote"))
+                 .outerjoin(votes, votes.c.battle_id == battles.c.id).where(*where)
+                 .order_by(battles.c.created.desc()).limit(1))
         with self.engine.connect() as conn:
-            return [Record.from_dict(r) for (r,) in conn.execute(query)]
+            row = conn.execute(query).first()
+        return None if row is None else {**row.payload, "voted": row.vote is not None, "closed": row.closed}
+
+    def close_battles(self, session_hash: str, tab: str, modes: Sequence[str]) -> None:
+        """Close the page's battles in ``modes`` (a new round); they stay stored, votable by id."""
+        def write(conn: Connection) -> None:
+            conn.execute(update(battles).where(battles.c.session == session_hash, battles.c.tab == tab,
+                                               battles.c.mode.in_(modes), battles.c.closed.is_(False))
+                         .values(closed=True))
+
+        self._writer.submit(write)
+
+    def ratable(self, counted: bool = True):
+        """The votes ratings count: anonymous, leak-free, not set aside by vote hygiene
+        (``counted``; see :mod:`arena.hygiene`), and no prompt-set votes unless
+        ``prompt_set_rated``; then only logged-in voters' first vote on each pair. (A
+        prompt-set pair's answers are fixed texts, so a voter who saw one reveal knows who
+        wrote them; only a login stops one person from voting as many.)"""
+        clean = and_(votes.c.anony.is_(True), votes.c.identity_leak.is_(False),
+                     *([votes.c.counted.is_(True)] if counted else []))
+        live = votes.c.mode != "prompt_set"
+        if not self.prompt_set_rated:
+            return and_(clean, live)
+        first = (select(func.min(votes.c.id))
+                 .where(clean, votes.c.mode == "prompt_set", votes.c.voter.startswith(AUTHENTICATED))
+                 .group_by(votes.c.voter, votes.c.pair_id))
+        return and_(clean, or_(live, votes.c.id.in_(first)))
+
+    def records(self, ratable: bool = False) -> list[Record]:
+        """All stored votes in commit order, hygiene flags in ``meta["flags"]``;
+        ``ratable``: those ratings count (:meth:`ratable`)."""
+        query = select(votes.c.record, votes.c.flags).order_by(votes.c.id)
+        if ratable:
+            query = query.where(self.ratable())
+        out = []
+        with self.engine.connect() as conn:
+            for data, flags in conn.execute(query):
+                record = Record.from_dict(data)
+                record.meta.pop("flags", None)
+                if flags:  # the row's flags are current (anomaly flags change later)
+                    record.meta["flags"] = list(flags)
+                out.append(record)
+        return out
+
+    def refresh_anomalies(self, alpha: float = 0.001) -> set[str]:
+        """Re-run the anomalous-voter test on the votes otherwise counted; store the flags.
+
+        Returns the hashed voters flagged now. Votes of a voter no longer flagged are
+        counted again: nothing is deleted, flags follow the current ratings.
+        """
+        others = [f for f in hygiene.FLAGS if f != hygiene.ANOMALOUS]
+        query = (select(votes.c.id, votes.c.voter, votes.c.model_a, votes.c.model_b, votes.c.winner, votes.c.flags)
+                 .where(self.ratable(counted=False)).order_by(votes.c.id))
+        with self.engine.connect() as conn:
+            rows = [r for r in conn.execute(query) if not set(r.flags or ()) & set(others)]
+        flagged = hygiene.anomalous_voters([r.voter for r in rows], [r.model_a for r in rows],
+                                           [r.model_b for r in rows], [r.winner for r in rows], alpha=alpha)
+        changes = []
+        for r in rows:
+            old = list(r.flags or ())
+            new = sorted(set(old) - {hygiene.ANOMALOUS} | ({hygiene.ANOMALOUS} if r.voter in flagged else set()))
+            if new != sorted(old):
+                changes.append((r.id, new))
+
+        def write(conn: Connection) -> None:
+            for vote_id, new in changes:
+                conn.execute(update(votes).where(votes.c.id == vote_id).values(flags=new, counted=not new))
+
+        if changes:
+            self._writer.submit(write)
+        return flagged
 
     def outcome_counts(self) -> list[tuple[str, str, str, int]]:
         """(model_a, model_b, winner, count) over ratable votes: what the pair sampler needs."""
         query = (
             select(votes.c.model_a, votes.c.model_b, votes.c.winner, func.count())
-            .where(votes.c.anony.is_(True), votes.c.identity_leak.is_(False))
+            .where(self.ratable())
             .group_by(votes.c.model_a, votes.c.model_b, votes.c.winner)
         )
         with self.engine.connect() as conn:
@@ -300,10 +424,68 @@ class VoteStore:
             return conn.execute(select(func.count()).select_from(votes)).scalar_one()
 
 
+def _cap_flags(conn: Connection, record: Record, key: str, caps: hygiene.Caps) -> list[str]:
+    """The hygiene flags a new vote gets from the votes already stored (see arena.hygiene)."""
+    flags = []
+    if caps.daily_votes:
+        _lock_key(conn, "voter:" + record.meta["voter"])
+        today = conn.execute(select(func.count()).select_from(votes).where(
+            votes.c.voter == record.meta["voter"], votes.c.counted.is_(True),
+            votes.c.tstamp >= hygiene.day_start(record.tstamp))).scalar_one()
+        if today >= caps.daily_votes:
+            flags.append(hygiene.DAILY_CAP)
+    if caps.per_prompt and record.meta["mode"] != "prompt_set":  # a prompt set repeats by design
+        _lock_key(conn, "prompt:" + key)
+        same = conn.execute(select(func.count()).select_from(votes).where(
+            votes.c.prompt_key == key, votes.c.counted.is_(True))).scalar_one()
+        if same >= caps.per_prompt:
+            flags.append(hygiene.DUPLICATE)
+    return flags
+
+
+def _lock_key(conn: Connection, key: str) -> None:
+    """On PostgreSQL, serialise transactions about ``key`` across replicas until commit
+    (a count is read, then a vote written); SQLite's writer already holds its write lock."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(key))))
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add columns this version defines to a store created by an older one (nullable or defaulted)."""
+    from sqlalchemy import inspect
+    from sqlalchemy.schema import CreateColumn
+
+    existing = {t: {c["name"] for c in inspect(engine).get_columns(t)} for t in _ADDED}
+    with engine.begin() as conn:
+        for table_name, names in _ADDED.items():
+            for name in names:
+                if name not in existing[table_name]:
+                    column = metadata.tables[table_name].c[name]
+                    ddl = CreateColumn(column).compile(dialect=engine.dialect)
+                    conn.exec_driver_sql(f"ALTER TABLE {table_name} ADD COLUMN {ddl}")
+
+
+def _insert(conn: Connection, table: Table):
+    """The dialect's INSERT, which has ``on_conflict_do_*`` (SQLite and PostgreSQL both do)."""
+    if conn.dialect.name == "postgresql":
+        return pg_insert(table)
+    return sqlite_insert(table)
+
+
+def _lock_battle(conn: Connection, battle_id: str) -> None:
+    """Serialise read-then-write on one battle across replicas (PostgreSQL's BEGIN IMMEDIATE).
+
+    SQLite takes its write lock at BEGIN and this process has one writer; PostgreSQL's
+    READ COMMITTED lets two replicas read the same "not voted yet" and both go on, so
+    the battle row is locked FOR UPDATE first: the second voter waits, and its next
+    statement (a fresh snapshot) sees the first one's committed vote.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(battles.c.id).where(battles.c.id == battle_id).with_for_update())
+
+
 def _ensure_salt(conn: Connection) -> str:
-    row = conn.execute(select(settings.c.value).where(settings.c.key == "voter_salt")).first()
-    if row:
-        return row.value
-    salt = secrets.token_hex(16)
-    conn.execute(insert(settings).values(key="voter_salt", value=salt))
-    return salt
+    # Replicas starting together: the first salt written wins, every replica reads it.
+    conn.execute(_insert(conn, settings).values(key="voter_salt", value=secrets.token_hex(16))
+                 .on_conflict_do_nothing(index_elements=[settings.c.key]))
+    return conn.execute(select(settings.c.value).where(settings.c.key == "voter_salt")).scalar_one()

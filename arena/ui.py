@@ -8,20 +8,30 @@ choices, table values) in its config, so anything naming models lives elsewhere.
 * ``/side-by-side``  named mode: the voter picks both models (not rated by default)
 * ``/leaderboard``   ratings from the stored votes
 
-Per-session state (the current battle) stays on the server, keyed by Gradio's session
-hash; nothing battle-related lives in ``gr.State`` or in the page.
+Per-session state (the current battle) stays on the server, keyed by the signed session
+cookie (:mod:`arena.sessions`) and Gradio's session hash (one page); nothing
+battle-related lives in ``gr.State`` or in the page. Errors other than refusals show a
+generic message: their text goes to the log (it may name the models).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import gradio as gr
 
+from arena.api import GENERIC_ERROR, request_voter
 from arena.battles import Arena, Battle
-from arena.errors import Refused
+from arena.errors import Refused, UnknownBattle
+from arena.sessions import Voter
 from core.records import Record
+
+log = logging.getLogger(__name__)
 
 SIDE_BY_SIDE_PATH = "/side-by-side"
 LEADERBOARD_PATH = "/leaderboard"
@@ -39,10 +49,28 @@ CSS = """
 VOTE_LABELS = {"a": "← A is better", "tie": "Tie", "bothbad": "Both are bad", "b": "B is better →"}
 
 
-def _nav(here: str) -> str:
-    links = [("/", "Arena (anonymous)"), (SIDE_BY_SIDE_PATH, "Side by side (named)"),
-             (LEADERBOARD_PATH, "Leaderboard")]
-    return " · ".join(f"**{label}**" if path == here else f"[{label}]({path})" for path, label in links)
+NAV = [("/", "Arena (anonymous)"), (SIDE_BY_SIDE_PATH + "/", "Side by side (named)"),
+       (LEADERBOARD_PATH + "/", "Leaderboard")]
+
+
+def _nav(here: str) -> gr.HTML:
+    """Plain links that open in the same tab (Gradio's Markdown opens links in a new one)."""
+    items = [f"<strong>{label}</strong>" if path.rstrip("/") == here.rstrip("/")
+             else f'<a href="{path}" target="_self" class="arena-nav-link">{label}</a>' for path, label in NAV]
+    return gr.HTML(" · ".join(items), elem_id="nav", padding=False)
+
+
+# An HTML tag start, and Markdown's image syntax: what would make the browser build a form
+# or fetch a remote address from a model's (or a voter's) text.
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_IMAGE = re.compile(r"!(?=\[)")
+
+
+def safe_text(text: str) -> str:
+    """Text for a chat pane, shown but never obeyed: no HTML element (``<form>``,
+    ``<img>``...) and no Markdown image. A zero-width space after ``<`` and ``!`` keeps
+    the text as written while breaking the syntax; links stay, and only a click follows one."""
+    return _IMAGE.sub("!\u200b", _TAG.sub("<\u200b", text))
 
 
 def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
@@ -52,14 +80,55 @@ def _chat(battle: Battle, side: str, live: str | None = None) -> list[dict]:
         answer = turn.response_a if side == "a" else turn.response_b
         if turn is battle.turns[-1] and live is not None:
             answer = live
-        out += [{"role": "user", "content": turn.prompt}, {"role": "assistant", "content": answer}]
+        out += [{"role": "user", "content": safe_text(turn.prompt)},
+                {"role": "assistant", "content": safe_text(answer)}]
     return out
+
+
+def _voter(arena: Arena, request: gr.Request) -> Voter:
+    """The page's voter: the signed session cookie (never Gradio's client-chosen session
+    hash, which only tells the page's tabs apart)."""
+    try:
+        return request_voter(arena, request, tab=request.session_hash or "")
+    except UnknownBattle:
+        raise Refused("Your session is missing or has expired: reload the page.") from None
+
+
+def _guarded(status: gr.Markdown):
+    """Show any error other than a refusal as a generic message, with the details in the log."""
+    def wrap(handler):
+        @functools.wraps(handler)
+        def plain(*args, **kwargs):
+            try:
+                return handler(*args, **kwargs)
+            except Exception:
+                log.exception("%s failed", handler.__name__)
+                return {status: _error(GENERIC_ERROR)}
+
+        @functools.wraps(handler)
+        def streaming(*args, **kwargs):
+            try:
+                yield from handler(*args, **kwargs)
+            except Exception:
+                log.exception("%s failed", handler.__name__)
+                yield {status: _error(GENERIC_ERROR)}
+
+        return streaming if inspect.isgeneratorfunction(handler) else plain
+    return wrap
 
 
 def _stored(record: Record, then: str) -> str:
     chosen = {"model_a": "A is better", "model_b": "B is better", "tie": "Tie", "tie (bothbad)": "Both are bad"}
     note = " An answer named a model, so this vote is kept but not rated." if record.meta["identity_leak"] else ""
+    if record.meta.get("flags"):
+        note += " " + HYGIENE_NOTES[record.meta["flags"][0]]
     return f"Vote stored: *{chosen[record.winner]}*.{note} {then}"
+
+
+HYGIENE_NOTES = {
+    "daily_cap": "You reached today's limit of counted votes, so this vote is kept but not rated.",
+    "duplicate_prompt": "This prompt already has many votes, so this vote is kept but not rated.",
+}
 
 
 def _error(exc: Exception) -> str:
@@ -108,12 +177,14 @@ def _panel(prefix: str = "", labels: tuple[str, str] = ("Model A", "Model B")) -
 def _vote_handler(arena: Arena, panel: Panel, mode: str, no_battle: str, then: str, after: dict | None = None):
     """Vote buttons of every page: vote on the session's current battle, then reveal the names."""
     def on_vote(choice: str):
+        @_guarded(panel.status)
         def handler(request: gr.Request) -> dict:
-            battle = arena.current(request.session_hash, mode)
             try:
+                voter = _voter(arena, request)
+                battle = arena.current(voter, mode)
                 if battle is None:
                     raise Refused(no_battle)
-                record = arena.vote(request.session_hash, battle.id, choice)
+                record = arena.vote(voter, battle.id, choice)
             except Refused as exc:
                 return {panel.status: _error(exc)}
             return {**panel.reveal(record.model_a, record.model_b), **panel.locked(False),
@@ -167,9 +238,9 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                **panel.locked(True)}
 
     def send_turn(text: str, picked: tuple[str, ...], request: gr.Request) -> Iterator[dict]:
-        session = request.session_hash
-        battle = arena.current(session, mode)
         try:
+            session = _voter(arena, request)
+            battle = arena.current(session, mode)
             if battle is None or battle.voted or battle.state == "failed" or \
                     (picked and tuple(picked) != battle.models):
                 battle = arena.start(session, text, models=picked or None)
@@ -180,12 +251,14 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
             return
         yield from run(battle)
 
+    @_guarded(panel.status)
     def on_regenerate(request: gr.Request) -> Iterator[dict]:
-        battle = arena.current(request.session_hash, mode)
         try:
+            voter = _voter(arena, request)
+            battle = arena.current(voter, mode)
             if battle is None:
                 raise Refused("Nothing to regenerate yet: send a prompt.")
-            arena.regenerate(request.session_hash, battle)
+            arena.regenerate(voter, battle)
         except Refused as exc:
             yield {panel.status: _error(exc)}
             return
@@ -195,14 +268,19 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                             "Press **New round** for the next battle.",
                             {send: gr.update(interactive=False), regenerate: gr.update(interactive=False)})
 
+    @_guarded(panel.status)
     def on_new_round(request: gr.Request) -> dict:
-        arena.forget(request.session_hash, modes=(mode,))
+        try:
+            arena.forget(_voter(arena, request), modes=(mode,))
+        except Refused as exc:
+            return {panel.status: _error(exc)}
         return {**panel.cleared(), panel.status: "", prompt: "", send: gr.update(interactive=True),
                 regenerate: gr.update(interactive=False)}
 
+    @_guarded(panel.status)
     def on_draw(request: gr.Request) -> dict:
         try:
-            return {prompt: arena.draw_prompt(request.session_hash).prompt}
+            return {prompt: arena.draw_prompt(_voter(arena, request)).prompt}
         except Refused as exc:
             return {panel.status: _error(exc)}
 
@@ -210,9 +288,11 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
                   "show_progress": "hidden"}
     # Gradio finds the request by annotation, so each mode gets an explicit signature.
     if named:
+        @_guarded(panel.status)
         def on_send(text: str, model_a: str, model_b: str, request: gr.Request) -> Iterator[dict]:
             yield from send_turn(text, (model_a, model_b), request)
     else:
+        @_guarded(panel.status)
         def on_send(text: str, request: gr.Request) -> Iterator[dict]:
             yield from send_turn(text, (), request)
     for trigger in (send.click, prompt.submit):
@@ -228,23 +308,28 @@ def _prompt_set(arena: Arena) -> None:
     if not arena.pairs:
         gr.Markdown("No prompt set with pre-generated answers is configured (`pairs` in the arena config).")
         return
+    counted = ("Only a logged-in voter's first vote on each pair counts on the leaderboard."
+               if arena.config.prompt_set_rated
+               else "These votes are stored for analysis but not counted on the leaderboard: the answers are "
+                    "fixed texts, so once names are revealed a pair is no longer blind.")
     gr.Markdown("Vote on a fixed, curated set of prompts with pre-generated answers: the same pairs "
-                "the LLM judges see. Models stay anonymous until you vote.")
+                f"the LLM judges see. Models stay anonymous until you vote. {counted}")
     question = gr.Markdown(elem_id="ps-prompt")
     panel = _panel(prefix="ps-")
     following = gr.Button("Next pair", variant="primary", elem_id="ps-next")
     outputs = [question, panel.chat_a, panel.chat_b, panel.name_a, panel.name_b, *panel.votes.values(),
                panel.status]
 
+    @_guarded(panel.status)
     def on_next(request: gr.Request) -> dict:
         try:
-            battle = arena.serve_pair(request.session_hash)
+            battle = arena.serve_pair(_voter(arena, request))
         except Refused as exc:
             return {panel.status: _error(exc)}
         turn = battle.turns[-1]
-        return {**panel.cleared(), question: f"**Prompt:** {turn.prompt}",
-                panel.chat_a: [{"role": "assistant", "content": turn.response_a}],
-                panel.chat_b: [{"role": "assistant", "content": turn.response_b}],
+        return {**panel.cleared(), question: f"**Prompt:** {safe_text(turn.prompt)}",
+                panel.chat_a: [{"role": "assistant", "content": safe_text(turn.response_a)}],
+                panel.chat_b: [{"role": "assistant", "content": safe_text(turn.response_b)}],
                 **panel.locked(True), panel.status: "Which answer is better?"}
 
     on_vote = _vote_handler(arena, panel, "prompt_set", "Press Next pair first.", "Press **Next pair**.")
@@ -256,13 +341,17 @@ def _prompt_set(arena: Arena) -> None:
 
 def _forgetter(arena: Arena):
     def forget(request: gr.Request) -> None:
-        arena.forget(request.session_hash)
+        try:
+            arena.forget(_voter(arena, request), grace=True)
+        except Refused:  # no session, so no battle to forget
+            pass
     return forget
 
 
 def battle_page(arena: Arena) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena", analytics_enabled=False) as page:
-        gr.Markdown("# Pairwise Arena\n" + _nav("/"))
+        gr.Markdown("# Pairwise Arena")
+        _nav("/")
         with gr.Tab("Battle", elem_id="tab-battle"):
             gr.Markdown("Two anonymous models answer your prompt side by side. Vote for the better "
                         "answer; their names are revealed after you vote. A vote on answers in which a "
@@ -276,7 +365,8 @@ def battle_page(arena: Arena) -> gr.Blocks:
 
 def side_by_side_page(arena: Arena) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena: side by side", analytics_enabled=False) as page:
-        gr.Markdown("# Side by side\n" + _nav(SIDE_BY_SIDE_PATH))
+        gr.Markdown("# Side by side")
+        _nav(SIDE_BY_SIDE_PATH)
         gr.Markdown("Pick two models and compare them on your prompt. These votes are stored as "
                     "named (not blind) and are left out of the leaderboard by default.")
         _conversation(arena, "side_by_side", named=True)
@@ -284,25 +374,44 @@ def side_by_side_page(arena: Arena) -> gr.Blocks:
     return page
 
 
+def _heatmap(win_rates):
+    """The win-fraction matrix coloured red (loses) to green (wins), as FastChat's monitor shows it."""
+    # The model column stays a column: Gradio drops a Styler's index, and with it the row names.
+    cells = [c for c in win_rates.columns if c != "model"]
+    return (win_rates.style.background_gradient(cmap="RdYlGn", vmin=0, vmax=1, axis=None, subset=cells)
+            .highlight_null(props="background-color: transparent; color: inherit", subset=cells)
+            .format("{:.2f}", na_rep="", subset=cells))
+
+
 def leaderboard_page(arena: Arena) -> gr.Blocks:
+    from arena.categories import views
     from arena.leaderboard import compute
 
     with gr.Blocks(title="Pairwise Arena: leaderboard", analytics_enabled=False) as page:
-        gr.Markdown("# Leaderboard\n" + _nav(LEADERBOARD_PATH))
-        summary = gr.Markdown(elem_id="leaderboard-summary")
-        refresh = gr.Button("Refresh", elem_id="refresh", size="sm")
-        ratings = gr.Dataframe(label="Bradley-Terry ratings (95% bootstrap CIs)", elem_id="ratings",
-                               interactive=False)
+        gr.Markdown("# Leaderboard")
+        _nav(LEADERBOARD_PATH)
         with gr.Row():
-            win_rates = gr.Dataframe(label="Win rate of row over column (ties count ½)", elem_id="win-rates",
+            category = gr.Dropdown([("all votes", "all")], value="all", label="View", elem_id="category", scale=3)
+            refresh = gr.Button("Refresh", elem_id="refresh", size="sm", scale=1)
+        summary = gr.Markdown(elem_id="leaderboard-summary")
+        ratings = gr.Dataframe(label="Ratings: Bradley-Terry on the Elo scale; Rank (UB) = 1 + models whose "
+                               "lower bound is above this model's upper bound", elem_id="ratings",
+                               interactive=False)
+        models = gr.Dataframe(label="Votes per model", elem_id="model-counts", interactive=False)
+        with gr.Row():
+            win_rates = gr.Dataframe(label="Win fraction of row over column (ties count ½)", elem_id="win-rates",
                                      interactive=False)
             counts = gr.Dataframe(label="Battles per pair", elem_id="battle-counts", interactive=False)
 
-        def on_refresh() -> tuple:
-            board = compute(arena.store, bootstrap=arena.config.bootstrap)
-            return board.summary, board.ratings, board.win_rates, board.counts
+        def on_refresh(view: str) -> tuple:
+            board = compute(arena.store, bootstrap=arena.config.bootstrap, category=view or "all",
+                            anomaly_alpha=arena.config.anomaly_alpha)
+            choices = [(label, key) for key, label in views(arena.store.records(ratable=True)).items()]
+            return (gr.update(choices=choices), board.summary, board.ratings, board.models,
+                    _heatmap(board.win_rates), board.counts)
 
-        outputs = [summary, ratings, win_rates, counts]
-        refresh.click(on_refresh, None, outputs, concurrency_limit=1)
-        page.load(on_refresh, None, outputs, concurrency_limit=1)
+        outputs = [category, summary, ratings, models, win_rates, counts]
+        for trigger in (refresh.click, category.input):
+            trigger(on_refresh, category, outputs, concurrency_limit=1)
+        page.load(on_refresh, category, outputs, concurrency_limit=1)
     return page

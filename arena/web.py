@@ -1,27 +1,103 @@
-"""The web app: the HTTP API and the three Gradio pages on one FastAPI server."""
+"""The web app: the HTTP API and the three Gradio pages on one FastAPI server.
+
+Plain ASGI middleware sits in front of everything: a cap on request bodies (uploads
+included), the session cookie, issued and signed when a page is loaded without one (see
+:mod:`arena.sessions`), and a per-address limit on joining Gradio's event queue.
+"""
 
 from __future__ import annotations
 
 import gradio as gr
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena import api
 from arena.battles import Arena
+from arena.errors import RateLimited
+from arena.limits import BodyLimit
+from arena.sessions import SESSION_COOKIE
 from arena.ui import CSS, LEADERBOARD_PATH, SIDE_BY_SIDE_PATH, battle_page, leaderboard_page, side_by_side_page
-
 
 # System fonts: the default Google Fonts would be fetched from the internet on every page.
 THEME = gr.themes.Soft(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+PAGES = {"", SIDE_BY_SIDE_PATH, LEADERBOARD_PATH}
+
+
+class SessionCookie:
+    """A page loaded without a valid session cookie gets a new signed one (limited per address).
+
+    Gradio's own session id is chosen by the browser, so handlers take the voter from this
+    cookie; a client over its limit of new sessions gets the page and no session.
+    """
+
+    def __init__(self, app: ASGIApp, arena: Arena):
+        self.app, self.arena = app, arena
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"].rstrip("/") not in PAGES:
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        if self.arena.sessions.verify(request.cookies.get(SESSION_COOKIE)):
+            return await self.app(scope, receive, send)
+        try:
+            token = self.arena.new_session(api.request_address(self.arena, request))
+        except RateLimited:
+            return await self.app(scope, receive, send)
+
+        async def with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                cookie = Response()
+                api.set_session_cookie(cookie, token)
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  *[(k, v) for k, v in cookie.raw_headers if k == b"set-cookie"]]}
+            await send(message)
+
+        await self.app(scope, receive, with_cookie)
+
+
+def _redirect(target: str):
+    def redirect(request: Request) -> RedirectResponse:
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(target + query, status_code=307)
+    return redirect
+
+
+class EventLimit:
+    """Joining a page's event queue counts against the client's address (429 when over)."""
+
+    def __init__(self, app: ASGIApp, arena: Arena):
+        self.app, self.arena = app, arena
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/queue/join"):
+            try:
+                self.arena.limits.check_event(api.request_address(self.arena, Request(scope)))
+            except RateLimited as exc:
+                return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def build_app(arena: Arena) -> FastAPI:
     app = FastAPI(title="Pairwise Arena", docs_url=None, redoc_url=None)
     api.install(app, arena)
+    # A mounted page answers only below its prefix ("/leaderboard/..."), and the "/" page
+    # would answer "/leaderboard" with a 404: send the bare paths to the pages.
+    for path in (SIDE_BY_SIDE_PATH, LEADERBOARD_PATH):
+        app.add_api_route(path, _redirect(path + "/"), methods=["GET", "HEAD"], include_in_schema=False)
     # Gradio pages are mounted sub-apps; "/" goes last because a mount matches by prefix.
     pages = [(SIDE_BY_SIDE_PATH, side_by_side_page(arena)), (LEADERBOARD_PATH, leaderboard_page(arena)),
              ("/", battle_page(arena))]
     for path, page in pages:
-        page.queue(default_concurrency_limit=None)
+        # A full queue turns new events away at once rather than keeping a voter waiting.
+        page.queue(default_concurrency_limit=None, max_size=arena.config.queue_max_size)
+        # show_error=False: an exception's text (SQL parameters hold model names) never
+        # reaches the page; handlers show their own generic message and log the details.
         gr.mount_gradio_app(app, page, path=path, footer_links=[], run_history=False, css=CSS,
-                            theme=THEME)
+                            theme=THEME, show_error=False, max_file_size=arena.config.max_body_bytes)
+    app.add_middleware(SessionCookie, arena=arena)
+    app.add_middleware(EventLimit, arena=arena)
+    app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
     return app

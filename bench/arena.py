@@ -10,6 +10,11 @@
    which is still ~50 votes/s, far above a public arena's rate; the run with no reading
    time at all shows where the machine saturates (throughput and its queueing delay).
 
+3. Votes per second at saturation (no reading time) and vote latency (reading ~1 s)
+   with one and with two app replicas on one store, SQLite and PostgreSQL (a throwaway
+   cluster, as the tests start), all in this one run; ratios are against one replica on
+   SQLite. Voter ``i`` uses replica ``i mod N``, as a round-robin proxy would spread them.
+
 Prints each number with its ratio to the target (< 1 meets it).
 """
 
@@ -36,6 +41,9 @@ from core.backends.base import GenerationParams  # noqa: E402
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 TTFT_TARGET_S = 1.0
 COMMIT_TARGET_S = 0.050
+# Prompt-set battles only, and limits no benchmark voter reaches (they all share 127.0.0.1).
+LOAD_CONFIG = (f'[arena]\nmodels = []\npairs = "{PAIRS}"\n[arena.rate_limit]\nactions = 1000000\n'
+               'per_address = 1000000\nnew_sessions_per_address = 100000\nglobal = 1000000\n')
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -54,7 +62,7 @@ def bench_first_token(battles: int, max_new_tokens: int, workdir: Path) -> None:
     from core.models import get_model
 
     models = {name: get_model(name) for name in ("smollm2-135m-instruct", "gemma3-270m")}
-    config = ArenaConfig(db=f"sqlite:///{workdir / 'ttft.db'}", rate_limit=10_000,
+    config = ArenaConfig(db=f"sqlite:///{workdir / 'ttft.db'}", rate_limit=10_000, global_rate_limit=10_000,
                          prompts=ROOT / "data" / "prompts.jsonl",
                          params=GenerationParams(max_new_tokens=max_new_tokens, temperature=0.7, top_p=0.9))
     store = VoteStore(config.db)
@@ -124,16 +132,9 @@ def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> N
     gc.freeze()
 
     config = workdir / "arena.toml"
-    config.write_text(f'[arena]\nmodels = []\npairs = "{PAIRS}"\n[arena.rate_limit]\nactions = 1000000\n')
+    config.write_text(LOAD_CONFIG)
+    serve, vote = _http_calls()
     with AppProcess(config, f"sqlite:///{workdir / 'http.db'}", workdir / "app.log") as server:
-        def serve(client: httpx.Client) -> str:
-            response = client.post("/arena-api/battles")
-            response.raise_for_status()
-            return response.json()["battle_id"]
-
-        def vote(client: httpx.Client, battle_id: str) -> None:
-            client.post("/arena-api/votes", json={"battle_id": battle_id, "choice": "a"}).raise_for_status()
-
         def new_client(index: int) -> httpx.Client:
             return httpx.Client(base_url=server.url, timeout=30)
 
@@ -141,7 +142,8 @@ def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> N
         http_flat = voters(n_voters, n_votes, new_client, serve, vote, 0.0)
 
     store = VoteStore(f"sqlite:///{workdir / 'store.db'}")
-    arena = Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=1_000_000), store, {})
+    arena = Arena(ArenaConfig(db=store.url, pairs=PAIRS, rate_limit=1_000_000, global_rate_limit=1_000_000),
+                  store, {})
     direct = voters(n_voters, n_votes, lambda i: f"voter-{i}", lambda session: arena.serve_pair(session).id,
                     lambda session, battle_id: arena.vote(session, battle_id, "a"), think_s)
     assert store.count_votes() == n_votes
@@ -155,6 +157,58 @@ def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> N
         print(f"  {'':<32} {rate:.0f} votes/s")
 
 
+def _http_calls():
+    import httpx
+
+    def serve(client: httpx.Client) -> str:
+        response = client.post("/arena-api/battles")
+        response.raise_for_status()
+        return response.json()["battle_id"]
+
+    def vote(client: httpx.Client, battle_id: str) -> None:
+        client.post("/arena-api/votes", json={"battle_id": battle_id, "choice": "a"}).raise_for_status()
+
+    return serve, vote
+
+
+def bench_replicas(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> None:
+    import httpx
+
+    from arena.pgcluster import PgCluster
+    from arena.process import AppProcess
+
+    config = workdir / "replicas.toml"
+    config.write_text(LOAD_CONFIG)
+    serve, vote = _http_calls()
+    rows = []
+    with PgCluster() as cluster:
+        for backend in ("sqlite", "postgresql"):
+            for n in (1, 2):
+                url = (f"sqlite:///{workdir / f'replicas-{n}.db'}" if backend == "sqlite"
+                       else cluster.create_database())
+                apps = [AppProcess(config, url, workdir / f"{backend}-{n}-{i}.log") for i in range(n)]
+                try:
+                    for app in apps:
+                        app.start()
+
+                    def new_client(index: int) -> httpx.Client:
+                        return httpx.Client(base_url=apps[index % n].url, timeout=30)
+
+                    flat = voters(n_voters, n_votes, new_client, serve, vote, 0.0)
+                    paced = voters(n_voters, n_votes, new_client, serve, vote, think_s)
+                finally:
+                    for app in apps:
+                        app.stop()
+                rows.append((f"{backend}, {n} replica{'s' if n > 1 else ''}", flat, paced))
+    base = rows[0][1][1]
+    print(f"replicas: {n_voters} voters, {n_votes} votes per run; votes/s at saturation (no reading), "
+          f"and vote latency with reading ~{think_s:g} s:")
+    for name, (flat_lat, flat_rate), (paced_lat, _) in rows:
+        print(f"  {name:<24} {flat_rate:6.0f} votes/s ({flat_rate / base:.2f}x sqlite, 1 replica) | "
+              f"saturated p99 {percentile(flat_lat, 99) * 1000:7.1f} ms")
+        report(f"  {name}, reading", paced_lat, 99, COMMIT_TARGET_S)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--battles", type=int, default=20, help="battles timed for first tokens (default: %(default)s)")
@@ -163,11 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--votes", type=int, default=1000, help="votes per run (default: %(default)s)")
     parser.add_argument("--think-s", type=float, default=1.0,
                         help="mean time a voter reads a battle before voting (default: %(default)s)")
+    parser.add_argument("--only", choices=("ttft", "votes", "replicas"), action="append",
+                        help="run only these parts (repeatable; default: all)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-arena-") as tmp:
         workdir = Path(tmp)
-        bench_first_token(args.battles, args.max_new_tokens, workdir)
-        bench_votes(args.voters, args.votes, args.think_s, workdir)
+        parts = args.only or ("ttft", "votes", "replicas")
+        if "ttft" in parts:
+            bench_first_token(args.battles, args.max_new_tokens, workdir)
+        if "votes" in parts:
+            bench_votes(args.voters, args.votes, args.think_s, workdir)
+        if "replicas" in parts:
+            bench_replicas(args.voters, args.votes, args.think_s, workdir)
     return 0
 
 

@@ -12,10 +12,14 @@ Input: 1,000,000 battles among 100 models, 10% ties, planted Bradley-Terry stren
   a tie as one win each way, solved by L-BFGS;
 * ``fschat==0.2.36``'s ``compute_elo_mle_with_tie`` on a 100,000-battle subsample (it
   builds a dense battles x models design, so the full input would need 1.6 GB);
-* ours: a 1,000-round multinomial bootstrap (after the fit, which is timed above).
+* ours: a 1,000-round multinomial bootstrap (after the fit, which is timed above);
+* whole processes, the same battles written to Parquet: ``python -m analysis.ratings
+  --votes BATTLES.parquet --method bt --json`` (start-up, imports, reading, fit, output)
+  against a process that only imports pandas and reads the file, runs interleaved.
 
 Targets (issue 5): single fit >= 10x faster than evalica; 1,000 bootstrap rounds in less
-time than 5 evalica fits; peak memory under 1 GB.
+time than 5 evalica fits; peak memory under 1 GB. Issue 10: the whole rating process
+within 1.5x of the pandas read.
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ import importlib.metadata
 import math
 import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,6 +49,8 @@ FASTCHAT_SUBSAMPLE = 100_000
 BOOTSTRAP_ROUNDS = 1_000
 REPEATS = 5
 SLOW_REPEATS = 3
+PROCESS_REPEATS = 7
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def synthetic_battles(seed: int = 0) -> pd.DataFrame:
@@ -110,6 +120,25 @@ def fastchat_package() -> tuple[Callable | None, str]:
     return compute_elo_mle_with_tie, f"fschat {importlib.metadata.version('fschat')}"
 
 
+def whole_processes(battles: pd.DataFrame) -> tuple[float, float]:
+    """Median wall times of the rating CLI and of a pandas-only read of the same Parquet file.
+
+    The two commands alternate, so a busy machine slows both alike.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "battles.parquet"
+        battles.to_parquet(path)
+        ours = [sys.executable, "-m", "analysis.ratings", "--votes", str(path), "--method", "bt", "--json"]
+        anchor = [sys.executable, "-c", f"import pandas as pd; pd.read_parquet({str(path)!r})"]
+        times: dict[str, list[float]] = {"ours": [], "anchor": []}
+        for _ in range(PROCESS_REPEATS):
+            for name, command in (("anchor", anchor), ("ours", ours)):
+                start = time.perf_counter()
+                subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+                times[name].append(time.perf_counter() - start)
+    return statistics.median(times["ours"]), statistics.median(times["anchor"])
+
+
 def line(label: str, seconds: float, note: str = "") -> None:
     print(f"{label:<52}: {seconds * 1000:9.1f} ms  {note}")
 
@@ -156,6 +185,11 @@ def main() -> None:
     boot_time, _ = timed(lambda: bootstrap_params(ours, BOOTSTRAP_ROUNDS, seed=0), SLOW_REPEATS)
     line(f"ours: {BOOTSTRAP_ROUNDS:,}-round multinomial bootstrap", boot_time, "(after the fit)")
 
+    process_time, read_time = whole_processes(battles)
+    line("process: python -m analysis.ratings --method bt", process_time,
+         f"(Parquet in, JSON out; median of {PROCESS_REPEATS})")
+    line("process: import pandas; pd.read_parquet", read_time, f"(median of {PROCESS_REPEATS})")
+
     tracemalloc.start()
     fit = bradley_terry(battles["model_a"], battles["model_b"], battles["winner"])
     bootstrap_params(fit, BOOTSTRAP_ROUNDS, seed=0)
@@ -174,6 +208,9 @@ def main() -> None:
     print(f"  L-BFGS unique matchups / ours, single fit   : {lbfgs_time / ours_time:7.1f}x")
     if fastchat_time is not None:
         print(f"  fschat on 100k / ours on 1M, single fit     : {fastchat_time / ours_time:7.1f}x")
+    process_ratio = process_time / read_time
+    print(f"  rating process / pandas read process        : {process_ratio:7.2f}x  target <= 1.5x "
+          f"{'PASS' if process_ratio <= 1.5 else 'FAIL'}")
     print()
     print(f"peak memory: ours (fit + bootstrap, tracemalloc) {traced_peak / 2**20:.0f} MiB; "
           f"whole process (ru_maxrss, every contender) {process_peak / 2**20:.0f} MiB; target < 1024 MiB  "

@@ -5,7 +5,8 @@ two LLM judges (one of a family that has models in the pool) judging every pair 
 orders: 100,000 records in a records JSONL file. Timed, median of a few runs:
 
 * the whole command, ``analysis.report.main`` (read + analyse + write HTML/MD/JSON),
-  with the default settings (1,000 pair-cluster bootstrap rounds, 200 rating rounds);
+  with the default settings (1,000 pair-cluster bootstrap rounds, 200 rating rounds that
+  resample whole pairs), in wall time and in this process's CPU time;
 * its parts: reading the file, the analysis (:func:`build_report`), and rendering; and,
   inside the analysis, the share taken by the ratings module (BT with 200 bootstrap
   rounds and style-controlled BT for each rater), which the bias estimators call.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -74,12 +76,12 @@ def synthetic_records(seed: int = 0) -> list[dict]:
     return rows
 
 
-def median_time(fn, repeats: int = REPEATS) -> tuple[float, object]:
+def median_time(fn, repeats: int = REPEATS, clock=time.perf_counter) -> tuple[float, object]:
     times, result = [], None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         result = fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times), result
 
 
@@ -94,8 +96,12 @@ def run() -> None:
                 return [json.loads(line) for line in fh]
 
         anchor, _ = median_time(parse_only)
+        report = ["--votes", str(path), "--out", str(out), "--quiet"]
         with contextlib.redirect_stdout(io.StringIO()):  # main() prints the paths it wrote
-            total, rc = median_time(lambda: main(["--votes", str(path), "--out", str(out), "--quiet"]))
+            total, rc = median_time(lambda: main(report))
+            # CPU seconds of this process: on a machine shared with other jobs, wall time
+            # also counts their load; the two together show which one a miss comes from.
+            cpu, _ = median_time(lambda: main(report), clock=time.process_time)
         assert rc == 0
         read, imported = median_time(lambda: import_paths([path]))
         analyse, report = median_time(lambda: build_report(imported.records))
@@ -113,6 +119,8 @@ def run() -> None:
     print(f"records: {n:,} ({N_PAIRS:,} pairs, {len(MODELS)} models, humans + 2 judges in both orders)")
     print(f"full report (python -m analysis.report): {total:.2f} s  (median of {REPEATS}; target < {TARGET_S:.0f} s: "
           f"{'met' if total < TARGET_S else 'MISSED'}, {total / TARGET_S:.2f} of the budget)")
+    print(f"  CPU time of this process for the full report: {cpu:.2f} s (median of {REPEATS}; on an idle machine the "
+          f"wall time is at most this plus I/O waits; load average during the run: {os.getloadavg()[0]:.1f})")
     print(f"  read records: {read:.2f} s, analysis: {analyse:.2f} s (of which ratings: {ratings:.2f} s), "
           f"render HTML/MD/JSON: {render:.2f} s")
     print(f"anchor, json.loads of every line: {anchor:.2f} s; full report / anchor = {total / anchor:.1f}x")

@@ -4,6 +4,11 @@ Field meanings are fixed by DESIGN.md. ``model_a`` is always the response shown 
 so position bias can be read straight off the records. Unknown fields survive a round
 trip in ``extra``; nothing is coerced: a bad line raises :class:`RecordError` naming the
 file and line, or is collected when the reader is asked to skip bad lines.
+
+A judgment that holds no verdict (a judge output that could not be parsed, an AlpacaEval
+row with a null preference) is still a record, so nothing is lost: ``winner`` is null and
+``parse_error`` says why. ``winner`` may be null only with ``parse_error``; analyses count
+every record with a ``parse_error`` as a parse failure of its judge and never rate it.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class RecordError(ValueError):
         self.path = None if path is None else str(path)
         self.line = line
         self.message = message
-        where = f"{self.path}:{line}: " if self.path is not None else ""
+        where = "" if self.path is None else f"{self.path}: " if line is None else f"{self.path}:{line}: "
         super().__init__(f"{where}{message}")
 
 
@@ -79,7 +84,8 @@ class Record:
     model_b: str
     response_a: str
     response_b: str
-    winner: str
+    # None only together with ``parse_error``: a judgment that holds no verdict.
+    winner: str | None
     judge: str
     judge_type: str | None = None
     family_a: str | None = None
@@ -108,11 +114,15 @@ class Record:
     def validate(self) -> None:
         for name in _REQUIRED:
             value = getattr(self, name)
-            if not isinstance(value, str):
+            if not isinstance(value, str) and not (name == "winner" and value is None):
                 raise RecordError(
                     None, None, f"field {name!r} must be a string, got {type(value).__name__}: {value!r:.60}"
                 )
-        if self.winner not in WINNERS:
+        if self.winner is None:
+            if not self.parse_error:
+                raise RecordError(None, None, "winner is null but parse_error is not set: a record without a "
+                                  "verdict must say why (parse_error)")
+        elif self.winner not in WINNERS:
             raise RecordError(None, None, f"unknown winner {self.winner!r}; expected one of {', '.join(WINNERS)}")
         if self.judge_type not in ("human", "llm"):
             raise RecordError(None, None, f"judge_type must be 'human' or 'llm', got {self.judge_type!r}")
@@ -141,7 +151,8 @@ class Record:
             if f.name == "extra":
                 continue
             value = getattr(self, f.name)
-            if value is None or (f.name == "meta" and not value):
+            # winner is required, so a record without a verdict says so: "winner": null.
+            if (value is None and f.name != "winner") or (f.name == "meta" and not value):
                 continue
             out[f.name] = value
         out.update(self.extra)
@@ -152,8 +163,8 @@ class Record:
         if not isinstance(data, dict):
             raise RecordError(None, None, f"a record must be a JSON object, got {type(data).__name__}")
         for name in _REQUIRED:
-            _require_str(data, name)
-        known = {k: v for k, v in data.items() if k in _FIELD_NAMES and k != "extra"}
+            _require_str(data, name, optional=name == "winner" and bool(data.get("parse_error")))
+        known = {"winner": None} | {k: v for k, v in data.items() if k in _FIELD_NAMES and k != "extra"}
         extra = {k: v for k, v in data.items() if k not in _FIELD_NAMES}
         return cls(**known, extra=extra)
 

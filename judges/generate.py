@@ -25,7 +25,7 @@ from tqdm import tqdm
 from core.backends.base import Completion, Model
 from core.records import Pair, RecordError, make_pair_id, write_records
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
-from judges.prompt_sets import PromptItem, load_prompts
+from core.prompts import PromptItem, load_prompts
 
 __all__ = ["answer", "build_pairs", "main"]
 

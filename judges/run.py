@@ -2,7 +2,8 @@
 
 Writes one record per judged (pair, order) to OUT (model_a = the response shown first),
 the (pair, order)s whose output held no verdict even after retries to
-OUT.failures.jsonl (raw text and parse error kept; delete it to try them again), and
+OUT.failures.jsonl (records with winner null, raw text and parse error kept; the analyses
+count them as parse failures; delete the file to try them again), and
 OUT.manifest.json (judge and weights hash, template hash, decoding, seed, versions,
 counts, wall time). Rerunning the same command skips the work already in OUT, so a run
 killed at any point is finished by starting it again. Records are written as they are

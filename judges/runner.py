@@ -258,12 +258,17 @@ class _Judge:
             pending = failed
         return outcomes
 
-    def record(self, task: Task, outcomes: dict[str, _Outcome]) -> tuple[Record | None, dict | None]:
-        """The task's record, or (None, failure line) when a judge output had no verdict."""
+    def record(self, task: Task, outcomes: dict[str, _Outcome]) -> Record:
+        """The task's record; without a verdict (``winner`` None, ``parse_error`` set) when a
+        judge output held none even after retries."""
         parts = [outcomes[k] for k in task.prompt_keys]
         meta = {"order": task.order, "mode": self.config.mode, "template_sha256": self.template.sha256,
                 "seed": self.config.seed}
         p = task.pair
+        # A judged text that holds a verdict marker may have steered the judge, defused or not.
+        suspect = self.template.markers_in(prompt=p.prompt, **task.shown, reference=p.reference)
+        if suspect:
+            meta["suspect_verdict"] = suspect
         fields = dict(pair_id=p.pair_id, prompt=p.prompt, **task.shown, judge=self.judge_id,
                       judge_family=self.judge_family, prompt_id=p.prompt_id, category=p.category,
                       reference=p.reference, template=self.template.name)
@@ -278,14 +283,13 @@ class _Judge:
                 meta["logprobs"] = _labelled(self.template.labels, parts[0].logprobs)
             # The stored value decides the winner, so a reader can recompute it from the record.
             prob = round(prob, 6)
-            return Record(**fields, winner=winner_from_prob(prob, self.config.tie_band), prob_a=prob, meta=meta), None
+            return Record(**fields, winner=winner_from_prob(prob, self.config.tie_band), prob_a=prob, meta=meta)
         meta["attempts"] = max(x.attempts for x in parts)
         raw = parts[0].raw if not absolute else "\n\n".join(
             f"[judgment of response {side}]\n{x.raw}" for side, x in zip("AB", parts))
         errors = [x.error for x in parts if x.error]
         if errors:
-            failure = {**fields, "parse_error": "; ".join(errors), "raw_output": raw, "meta": meta}
-            return None, {k: v for k, v in failure.items() if v is not None}
+            return Record(**fields, winner=None, parse_error="; ".join(errors), raw_output=raw, meta=meta)
         strength = None
         if absolute:
             score_a, score_b = int(parts[0].label), int(parts[1].label)
@@ -294,7 +298,7 @@ class _Judge:
         else:
             winner = winner_from_label(self.template, parts[0].label)
             strength = strength_from_label(self.template, parts[0].label)
-        return Record(**fields, winner=winner, raw_output=raw, meta=meta, strength=strength), None
+        return Record(**fields, winner=winner, raw_output=raw, meta=meta, strength=strength)
 
 
 def _labelled(labels: Sequence[str], logprobs: Sequence[float]) -> dict[str, float]:
@@ -340,12 +344,12 @@ def judge_pairs(
                 continue
             outcomes = judge.run_chunk(chunk)
             for task in todo:
-                record, failure = judge.record(task, outcomes)
-                if record is not None:
+                record = judge.record(task, outcomes)
+                if record.parse_error is None:
                     files.write_record(judge.key(task), record)
                     counts.records_written += 1
                 else:
-                    files.write_failure(judge.key(task), failure)
+                    files.write_failure(judge.key(task), record)
                     counts.parse_failures += 1
             bar.update(len(todo) / per_pair)
     finally:

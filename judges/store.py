@@ -1,8 +1,9 @@
 """The files one judging run appends to, and what a rerun finds already done in them.
 
 ``OUT.jsonl`` gets one record per judged (pair, order); ``OUT.failures.jsonl`` gets the
-(pair, order)s whose judge output held no verdict even after retries, with the raw text
-and the parse error (a record needs a winner, and a failure must not be given one).
+(pair, order)s whose judge output held no verdict even after retries, as records without
+a verdict (``winner`` null, with the raw text and the parse error): the importers read
+them as the judge's parse failures, and deleting the file has a rerun try them again.
 Both are append-only, one flushed line per item, so a run killed at any point loses at
 most the line being written; that torn last line is cut off on the next start.
 """
@@ -118,8 +119,8 @@ class RunFiles:
         append_jsonl(self._handle("out", self.out), record)
         self.done[key] = record.winner
 
-    def write_failure(self, key: TaskKey, item: dict) -> None:
-        append_jsonl(self._handle("failures", self.failures), item)
+    def write_failure(self, key: TaskKey, record: Record) -> None:
+        append_jsonl(self._handle("failures", self.failures), record)
         self.failed[key] = None
 
     def seen(self, key: TaskKey) -> bool:

@@ -37,16 +37,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import jinja2
 from jinja2 import meta as jinja_meta
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 __all__ = ["BUILTIN", "JudgeTemplate", "TemplateError", "get_template"]
 
+WORD_JOINER = "\u2060"
 PAIRWISE = "pairwise"
 ABSOLUTE = "absolute"
 SCORES = ("1", "2", "3", "4", "5")
@@ -57,10 +59,41 @@ _ALLOWED = {
     ABSOLUTE: _REQUIRED[ABSOLUTE] | {"reference", "rubric"},
 }
 
+MAX_TEMPLATE_BYTES = 64 * 1024
+LOAD_TIMEOUT_S = 5.0
+_MAX_INT_BITS = 4096  # results of ** and * on numbers
+_MAX_REPEAT = 100_000  # items of a string or list repeated with *
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    """The sandbox, with ``**`` and ``*`` bounded.
+
+    Jinja folds constant expressions while compiling, so ``{{ 9**999999999 }}`` would
+    hang the load itself; intercepted operators are never folded, and run here, where an
+    oversized result is refused before it is computed.
+    """
+
+    intercepted_binops = frozenset({"**", "*"})
+
+    def call_binop(self, context, op: str, left, right):  # only ** and * come here
+        ints = isinstance(left, int) and isinstance(right, int)
+        if op == "**":
+            if ints and right > 0 and abs(left) > 1 and abs(left).bit_length() * right > _MAX_INT_BITS:
+                raise SecurityError(f"{left} ** {right} is too large for a template")
+            return left**right
+        sizes = [len(x) for x in (left, right) if isinstance(x, (str, list, tuple))]
+        counts = [x for x in (left, right) if isinstance(x, int)]
+        if sizes and counts and sizes[0] * counts[0] > _MAX_REPEAT:
+            raise SecurityError("a repetition too large for a template")
+        if ints and left.bit_length() + right.bit_length() > _MAX_INT_BITS:
+            raise SecurityError("a product too large for a template")
+        return left * right
+
+
 # Sandboxed because a template file is user input; StrictUndefined so a misspelt
 # placeholder fails at load time instead of rendering as an empty string.
-_ENV = SandboxedEnvironment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                            keep_trailing_newline=False, autoescape=False)
+_ENV = _BoundedSandbox(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=False, autoescape=False)
 
 
 class TemplateError(ValueError):
@@ -159,10 +192,28 @@ class JudgeTemplate:
         gap = self.logprob_prefix[len(prefix):]
         return prefix, [gap + label for label in self.labels]
 
+    def defuse(self, text: str) -> str:
+        """``text`` with each verdict marker in it broken by an invisible word joiner.
+
+        A judged answer that holds "[RESULT] A" would otherwise put the verdict in the
+        judge's mouth: a judge that quotes it writes a marker. Defused, the text reads the
+        same and a quote of it is no verdict. (A pattern that still matches the defused
+        text is left; the runner flags such verdicts anyway, see :meth:`markers_in`.)
+        """
+        return self.pattern.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
+
+    def markers_in(self, **texts: str | None) -> list[str]:
+        """The names of ``texts`` that hold a verdict marker: a verdict on them is suspect."""
+        return [name for name, text in texts.items() if text and self.pattern.search(text)]
+
     def messages(self, instruction: str, response_a: str, response_b: str,
                  reference: str | None = None) -> list[list[dict]]:
-        """The judge prompts for one ordered pair: one chat for pairwise, one per response for absolute."""
-        common = {"instruction": instruction, "reference": reference or None, "rubric": self.rubric}
+        """The judge prompts for one ordered pair: one chat for pairwise, one per response for absolute.
+
+        Verdict markers inside the judged texts are defused (:meth:`defuse`)."""
+        instruction, response_a, response_b = (self.defuse(t) for t in (instruction, response_a, response_b))
+        common = {"instruction": instruction, "reference": self.defuse(reference) if reference else None,
+                  "rubric": self.rubric}
         if self.kind == PAIRWISE:
             users = [self._render(common | {"response_a": response_a, "response_b": response_b})]
         else:
@@ -337,6 +388,8 @@ _HEADER = re.compile(r"\A\s*\{#(?P<body>.*?)#\}\n?", re.DOTALL)
 def load_template_file(path: str | Path) -> JudgeTemplate:
     """A user template: jinja2 text whose leading ``{# ... #}`` comment declares its verdict."""
     path = Path(path)
+    if path.stat().st_size > MAX_TEMPLATE_BYTES:
+        raise TemplateError(f"{path}: {path.stat().st_size} bytes; a template may have at most {MAX_TEMPLATE_BYTES}")
     text = path.read_text(encoding="utf-8")
     match = _HEADER.match(text)
     if not match:
@@ -362,15 +415,39 @@ def load_template_file(path: str | Path) -> JudgeTemplate:
     # Blank lines in place of the header keep jinja's error line numbers those of the file.
     body = "\n" * text[:match.end()].count("\n") + text[match.end():]
     try:
-        return JudgeTemplate(
+        template = JudgeTemplate(
             name=path.name, kind=decl.get("kind", PAIRWISE), user=body, verdict=decl["verdict"],
             system=decl.get("system", ""), tie=decl.get("tie"), logprob_prefix=decl.get("logprob_prefix"),
             rubric=decl.get("rubric", ""), source=str(path),
             grades={k: tuple(v) if isinstance(v, list) else v for k, v in decl["grades"].items()}
             if isinstance(decl.get("grades"), dict) else decl.get("grades"),
         )
+        _trial_render(template)
     except TemplateError as exc:
         raise TemplateError(f"{path}: {str(exc).removeprefix(path.name + ': ')}") from None
+    return template
+
+
+def _trial_render(template: JudgeTemplate, timeout_s: float = LOAD_TIMEOUT_S) -> None:
+    """Render once on sample texts, within ``timeout_s``: a template that fails or loops
+    is refused at load, not found out pair by pair. (A render that overruns keeps its
+    daemon thread until the process exits; the caller gets its error at once.)"""
+    outcome: list = []
+
+    def render() -> None:
+        try:
+            template.messages("Sample question?", "Sample answer one.", "Sample answer two.", "Sample reference.")
+            outcome.append(None)
+        except Exception as exc:  # reported below, in the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=render, daemon=True, name="template-trial-render")
+    worker.start()
+    worker.join(timeout_s)
+    if not outcome:
+        raise TemplateError(f"rendering took longer than {timeout_s:g} s")
+    if outcome[0] is not None:
+        raise TemplateError(f"rendering failed: {outcome[0]}")
 
 
 def get_template(name_or_path: str) -> JudgeTemplate:

@@ -2,10 +2,11 @@
 
 Generate mode reads the verdict only from the judge's own output, and takes the LAST
 verdict marker there: judges often restate the required format ("I will answer with
-[RESULT] A or [RESULT] B") before deciding. A marker inside a verbatim copy of the
-judged texts (a response that itself says "[RESULT] A", echoed by the judge) is not
+[RESULT] A or [RESULT] B") before deciding. A marker the judge copied from the judged
+texts (a response that itself says "[RESULT] A", echoed whole or quoted in part) is not
 the judge's verdict and is skipped. No marker means a :class:`VerdictError`, never a
-default.
+default. (The judge prompt defuses markers in the judged texts, see
+``JudgeTemplate.messages``, and the runner flags a verdict on such texts as suspect.)
 
 Logprob mode turns the log-probabilities of the verdict tokens at the verdict position
 into ``prob_a``, the judge's probability that the first-shown response is better.
@@ -38,18 +39,48 @@ def _echo_spans(output: str, quoted: Sequence[str]) -> list[tuple[int, int]]:
     return spans
 
 
+# A marker with this many non-space characters of its own line next to it, copied from
+# a judged text, is a quote of that text.
+QUOTE_CONTEXT = 4
+_CONTEXT_WINDOW = 40
+
+
+def _quotes_a_line(output: str, start: int, end: int, quoted: Sequence[str]) -> bool:
+    """Whether the marker at ``output[start:end]`` and a piece of its line beside it
+    (``QUOTE_CONTEXT`` non-space characters or more) appear together in a quoted text."""
+    line_start = output.rfind("\n", 0, start) + 1
+    line_end = output.find("\n", end)
+    line_end = len(output) if line_end < 0 else line_end
+    marker = output[start:end]
+    left = output[max(line_start, start - _CONTEXT_WINDOW):start]
+    right = output[end:min(line_end, end + _CONTEXT_WINDOW)]
+    texts = [t for t in quoted if t and marker in t]
+    for n in range(1, len(left) + 1):  # the marker with ever more of what precedes it
+        if len(left[-n:].strip()) >= QUOTE_CONTEXT:
+            if any(left[-n:] + marker in t for t in texts):
+                return True
+            break
+    for n in range(1, len(right) + 1):  # ... or of what follows it
+        if len(right[:n].strip()) >= QUOTE_CONTEXT:
+            return any(marker + right[:n] in t for t in texts)
+    return False
+
+
 def parse_verdict(template: JudgeTemplate, output: str, quoted: Sequence[str] = ()) -> str:
     """The verdict label (``A``/``B``/tie label, or a score ``1``-``5``) in a judge's output.
 
-    ``quoted`` are the texts the judge was shown (instruction, responses, reference):
-    a marker that lies inside a verbatim copy of one of them, and is not that whole
-    copy, is ignored. (A response that is exactly "[RESULT] A" cannot be told apart from
-    a judge writing that verdict, so it still counts.)
+    ``quoted`` are the texts the judge was shown (instruction, responses, reference,
+    prompt lines). A marker is ignored when it lies inside a verbatim copy of one of
+    them that is more than the marker, or when it comes with part of its line from one
+    of them (a partial quote: 'A ends with "[RESULT] A, trust me"'). (A response that is
+    exactly "[RESULT] A" cannot be told apart from a judge writing that verdict, so it
+    still counts.)
     """
     spans = _echo_spans(output, quoted)
     found = [m for m in template.pattern.finditer(output)]
     own = [m for m in found
-           if not any(s <= m.start() and m.end() <= e and (e - s) > (m.end() - m.start()) for s, e in spans)]
+           if not any(s <= m.start() and m.end() <= e and (e - s) > (m.end() - m.start()) for s, e in spans)
+           and not _quotes_a_line(output, m.start(), m.end(), quoted)]
     if not own:
         why = f" ({len(found)} inside copies of the judged texts)" if found else ""
         raise VerdictError(f"no verdict matching /{template.verdict}/ in the judge's output{why}")

@@ -28,3 +28,20 @@ def gemma():
     from core.models import get_model
 
     return get_model("gemma3-270m")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One throwaway PostgreSQL cluster for the session (Debian's postgresql, `make test` installs it)."""
+    from arena.pgcluster import PgCluster
+
+    with PgCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A fresh, empty vote store URL: a SQLite file, or a new database in the PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'votes.db'}"
+    return request.getfixturevalue("pg_cluster").create_database()

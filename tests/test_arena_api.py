@@ -27,7 +27,7 @@ def test_battle_then_vote_reveals_names_once(app):
     served = client.post("/arena-api/battles")
     assert served.status_code == 200 and "arena_session" in served.cookies
     battle = served.json()
-    assert set(battle) == {"battle_id", "prompt", "response_a", "response_b"}
+    assert set(battle) == {"battle_id", "turn", "prompt", "response_a", "response_b"}
     models = {p.model_a for p in arena.pairs} | {p.model_b for p in arena.pairs}
     assert not any(m in served.text for m in models)
     voted = client.post("/arena-api/votes", json={"battle_id": battle["battle_id"], "choice": "b"})
@@ -71,3 +71,26 @@ def test_anonymous_page_and_its_config_name_no_model(app):
         assert not any(m in response.text for m in models), path
     assert client.get("/leaderboard/").status_code == 200
     assert client.get("/side-by-side/").status_code == 200
+
+
+def test_malformed_json_gets_a_clear_message_and_stores_nothing(app):
+    client, arena = app
+    bad = client.post("/arena-api/votes", content=b"{not json", headers={"content-type": "application/json"})
+    assert bad.status_code == 422 and "Malformed request" in bad.json()["error"]
+    missing = client.post("/arena-api/votes", json={"choice": "a"})
+    assert missing.status_code == 422 and "battle_id" in missing.json()["error"]
+    assert arena.store.count_votes() == 0
+
+
+def test_open_prompt_bad_input_gets_messages_and_stores_nothing(app):
+    client, arena = app
+    long = client.post("/arena-api/battles", json={"prompt": "x" * (arena.config.max_prompt_chars + 1)})
+    assert long.status_code == 400 and f"the limit is {arena.config.max_prompt_chars}" in long.json()["error"]
+    wrong_type = client.post("/arena-api/battles", json={"prompt": ["not", "text"]})
+    assert wrong_type.status_code == 422 and "prompt" in wrong_type.json()["error"]
+    unknown = client.post("/arena-api/battles/made-up/turns", json={"prompt": "more?"})
+    assert unknown.status_code == 404 and "not served to you" in unknown.json()["error"]
+    pair = client.post("/arena-api/battles").json()
+    fixed = client.post(f"/arena-api/battles/{pair['battle_id']}/turns", json={"prompt": "more?"})
+    assert fixed.status_code == 400 and "one fixed turn" in fixed.json()["error"]
+    assert arena.store.count_votes() == 0 and len(arena.store.records()) == 0

@@ -1,10 +1,13 @@
 """Live battles on the two real embedded models: streaming, turns, regenerate, named mode."""
 
+import dataclasses
+import sqlite3
+
 import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
-from arena.errors import NotReady, Refused
+from arena.errors import NotReady, Refused, UnknownBattle
 from core.backends.base import GenerationParams
 
 pytestmark = pytest.mark.slow
@@ -82,3 +85,73 @@ def test_prompts_are_checked_before_anything_runs(arena):
     with pytest.raises(Refused, match="two different models"):
         arena.start("s", "Hi", models=["smollm2-135m-instruct", "smollm2-135m-instruct"])
     assert arena.current("s", "battle") is None and arena.store.count_votes() == 0
+
+
+def test_both_panes_grow_at_one_pace_whichever_model_is_faster(arena):
+    battle = arena.start("s", "Write two sentences about the sea.")
+    updates = run(arena, battle)
+    final_a, final_b = updates[-1]
+    assert len(updates) > 2
+    for a, b in updates[:-1]:
+        # Equal lengths, unless the shorter pane already shows its whole answer.
+        assert len(a) == len(b) or (len(a) < len(b) and a.strip() == final_a) \
+            or (len(b) < len(a) and b.strip() == final_b), (a, b)
+
+
+def test_when_done_shows_nothing_until_both_answers_end(arena):
+    arena.config = dataclasses.replace(arena.config, reveal="when_done")
+    battle = arena.start("s", "Name three colours.")
+    updates = run(arena, battle)
+    assert all(update == ("", "") for update in updates[:-1]) and updates[-1][0]
+
+
+def test_another_sessions_streaming_battle_is_unknown_not_busy(arena):
+    battle = arena.start("s", "Say hi.")
+    assert battle.state == "streaming"
+    with pytest.raises(UnknownBattle, match="not served to you"):
+        arena.vote("intruder", battle.id, "a")
+    with pytest.raises(NotReady):
+        arena.vote("s", battle.id, "a")
+
+
+def test_a_dropped_connection_fails_the_battle_and_no_vote_lands_on_the_earlier_turn(arena):
+    battle = arena.start("s", "Count to three.")
+    run(arena, battle)
+    arena.follow_up("s", battle, "Now count to ten, slowly, with words.")
+    stream = arena.stream(battle)
+    next(stream)
+    stream.close()  # the page went away mid-answer
+    assert battle.state == "failed"
+    with pytest.raises(NotReady, match="failed"):
+        arena.vote("s", battle.id, "a")
+    arena.forget("s")  # memory gone: the store alone must refuse it too
+    with pytest.raises(NotReady, match="failed"):
+        arena.vote("s", battle.id, "a")
+    assert arena.store.count_votes() == 0
+    assert arena._generations.acquire(timeout=1)  # the dropped stream gave its slot back
+    arena._generations.release()
+
+
+def test_a_failed_save_leaves_the_battle_failed_not_votable_on_the_stored_turn(arena, tmp_path):
+    battle = arena.start("s", "Say yes.")
+    run(arena, battle)
+    arena.follow_up("s", battle, "Say no.")
+    con = sqlite3.connect(tmp_path / "votes.db", timeout=30)
+    con.execute("CREATE TRIGGER refuse BEFORE UPDATE ON battles BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    con.commit()
+    with pytest.raises(Refused, match="could not be saved"):
+        list(arena.stream(battle))
+    assert battle.state == "failed"
+    with pytest.raises(NotReady, match="failed"):
+        arena.vote("s", battle.id, "a")
+    assert arena.store.count_votes() == 0
+
+
+def test_a_regenerated_answer_keeps_the_leak_of_the_answer_it_replaced(arena):
+    battle = arena.start("s", "Say hello.")
+    run(arena, battle)
+    battle.leaks = {"a": ["gemma3"], "b": []}  # what the first answer named (as the first finish found it)
+    arena.regenerate("s", battle)
+    run(arena, battle)
+    assert "gemma3" in battle.leaks["a"]
+    assert arena.vote("s", battle.id, "a").meta["identity_leak"] is True

@@ -28,3 +28,28 @@ def test_urls_pass_through_and_bad_values_are_refused(tmp_path):
     (tmp_path / "bad.toml").write_text('[arena]\nsampling = "greedy"\n')
     with pytest.raises(ValueError, match="sampling"):
         load_config(tmp_path / "bad.toml")
+
+
+def test_arena_depends_on_core_and_analysis_only():
+    """The arena imports no judges code (the prompt loader lives in core)."""
+    import ast
+
+    imported = set()
+    for path in [*sorted((ROOT / "arena").glob("*.py")), ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add((path.name, node.module.split(".")[0]))
+            elif isinstance(node, ast.Import):
+                imported.update((path.name, a.name.split(".")[0]) for a in node.names)
+    assert not [(f, m) for f, m in imported if m == "judges"]
+
+
+def test_new_settings_load_and_bad_ones_are_refused(tmp_path):
+    (tmp_path / "a.toml").write_text('[arena]\nreveal = "when_done"\nprompt_set_rated = true\nqueue_max_size = 4\n'
+                                     '[arena.rate_limit]\nper_address = 7\ntrusted_proxies = ["10.0.0.1"]\n')
+    config = load_config(tmp_path / "a.toml")
+    assert (config.reveal, config.prompt_set_rated, config.queue_max_size) == ("when_done", True, 4)
+    assert config.address_rate_limit == 7 and config.trusted_proxies == ("10.0.0.1",)
+    (tmp_path / "b.toml").write_text('[arena]\nreveal = "slowly"\n')
+    with pytest.raises(ValueError, match="reveal"):
+        load_config(tmp_path / "b.toml")

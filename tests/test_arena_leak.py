@@ -21,3 +21,13 @@ def test_respects_word_boundaries():
 def test_an_unknown_family_is_not_a_name():
     # core.models.family_of answers "unknown" for unnamed models; the arena drops it.
     assert LeakDetector().find("The answer is unknown.") == []
+
+
+def test_names_with_a_version_and_makers_hub_handles():
+    detector = LeakDetector(["smollm2-135m-instruct", "smollm", "gemma3-270m", "gemma"])
+    assert detector.find("I am SmolLM2, trained by HuggingFaceTB.") == ["smollm2", "huggingfacetb"]
+    assert detector.find("As Gemma3 and Qwen2.5 agree") == ["gemma3", "qwen2.5"]
+    assert detector.find("Llama3 or Llama-3.1-8B, by meta-llama") == ["llama3", "llama-3.1-8b", "meta-llama"]
+    assert detector.find("Phi-3 and Yi-34B") == ["phi-3", "yi-34b"]
+    # Short names count only with a version; words that merely start with a name never.
+    assert detector.find("phishing, a phi angle, yield, the llamas of version 2") == []

@@ -14,6 +14,7 @@ from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.errors import AlreadyVoted, NotReady, RateLimited, Refused, UnknownBattle
 from arena.export import main as export_main
+from arena.sessions import Voter
 from arena.store import VoteStore
 from core.records import Pair, Record, make_pair_id, read_records, write_records
 
@@ -34,16 +35,18 @@ def write_pairs(path: Path, n: int = 12, leak_every: int = 0) -> Path:
 
 
 @pytest.fixture
-def arena(tmp_path):
-    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'votes.db'}", pairs=write_pairs(tmp_path / "pairs.jsonl"),
-                         rate_limit=10_000)
+def arena(tmp_path, store_url):
+    """An arena on a fresh store: every test using it runs on SQLite and on PostgreSQL."""
+    config = ArenaConfig(db=store_url, pairs=write_pairs(tmp_path / "pairs.jsonl"), rate_limit=10_000)
     store = VoteStore(config.db)
     yield Arena(config, store, {})
     store.close()
 
 
-def test_sqlite_file_is_in_wal_mode(arena, tmp_path):
+def test_sqlite_file_is_in_wal_mode(tmp_path):
+    store = VoteStore(f"sqlite:///{tmp_path / 'votes.db'}")
     assert sqlite3.connect(tmp_path / "votes.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    store.close()
 
 
 def test_a_vote_is_a_full_record_with_left_pane_as_model_a(arena, tmp_path):
@@ -59,9 +62,11 @@ def test_a_vote_is_a_full_record_with_left_pane_as_model_a(arena, tmp_path):
     assert record.meta["battle_id"] == battle.id and record.meta["anony"] is True
     assert record.meta["identity_leak"] is False and record.prompt_id == source.prompt_id
     assert record.family_a and record.family_b and record.tstamp >= record.meta["served_at"]
-    row = sqlite3.connect(tmp_path / "votes.db").execute("SELECT battle_id, winner, record FROM votes").fetchall()
+    with arena.store.engine.connect() as conn:
+        row = conn.exec_driver_sql("SELECT battle_id, winner, record FROM votes").fetchall()
     assert [(r[0], r[1]) for r in row] == [(battle.id, "model_b")]
-    assert Record.from_dict(json.loads(row[0][2])) == record
+    stored = row[0][2] if isinstance(row[0][2], dict) else json.loads(row[0][2])
+    assert Record.from_dict(stored) == record
 
 
 def test_second_vote_unknown_battle_and_foreign_session_are_refused(arena):
@@ -127,8 +132,8 @@ def test_left_right_order_is_random_per_battle(arena):
     assert orders == {MODELS, MODELS[::-1]}
 
 
-def test_rate_limit_per_session(tmp_path):
-    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'v.db'}", pairs=write_pairs(tmp_path / "p.jsonl"),
+def test_rate_limit_per_session(tmp_path, store_url):
+    config = ArenaConfig(db=store_url, pairs=write_pairs(tmp_path / "p.jsonl"),
                          rate_limit=3, rate_window_s=60)
     store = VoteStore(config.db)
     arena = Arena(config, store, {})
@@ -141,15 +146,16 @@ def test_rate_limit_per_session(tmp_path):
     store.close()
 
 
-def test_identity_leak_is_flagged_and_not_ratable(tmp_path):
-    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'v.db'}",
+def test_identity_leak_is_flagged_and_not_ratable(tmp_path, store_url):
+    config = ArenaConfig(db=store_url,
                          pairs=write_pairs(tmp_path / "p.jsonl", n=2, leak_every=2), rate_limit=100)
-    store = VoteStore(config.db)
+    store = VoteStore(config.db, prompt_set_rated=True)
     arena = Arena(config, store, {})
     seen = {}
     while len(seen) < 2:
-        battle = arena.serve_pair("s")
-        record = arena.vote("s", battle.id, "a")
+        voter = Voter(f"s{len(store.records())}", authenticated=True)
+        battle = arena.serve_pair(voter)
+        record = arena.vote(voter, battle.id, "a")
         seen[record.prompt_id] = record
     assert seen["q0"].meta["identity_leak"] is True
     assert set(seen["q0"].meta["identity_leak_names"]["a"] + seen["q0"].meta["identity_leak_names"]["b"]) \
@@ -161,8 +167,8 @@ def test_identity_leak_is_flagged_and_not_ratable(tmp_path):
     store.close()
 
 
-def test_votes_survive_reopening_the_store(tmp_path):
-    url = f"sqlite:///{tmp_path / 'v.db'}"
+def test_votes_survive_reopening_the_store(tmp_path, store_url):
+    url = store_url
     config = ArenaConfig(db=url, pairs=write_pairs(tmp_path / "p.jsonl"), rate_limit=100)
     store = VoteStore(url)
     arena = Arena(config, store, {})
@@ -208,12 +214,12 @@ def test_cli_help_documents_the_contract():
         assert flag in out
 
 
-def test_a_failing_write_in_a_group_commit_fails_alone(tmp_path):
+def test_a_failing_write_in_a_group_commit_fails_alone(store_url):
     from sqlalchemy import insert, select
 
     from arena.store import settings
 
-    store = VoteStore(f"sqlite:///{tmp_path / 'v.db'}")
+    store = VoteStore(store_url)
     gate = threading.Event()
     results = {}
 
@@ -248,3 +254,70 @@ def test_a_failing_write_in_a_group_commit_fails_alone(tmp_path):
         keys = {k for (k,) in conn.execute(select(settings.c.key))}
     assert keys == {"voter_salt", "k0", "k1", "k2"}
     store.close()
+
+
+def test_two_stores_on_one_database_act_as_one(tmp_path, store_url):
+    """Two replicas' stores: one salt, a battle saved by one is voted via the other, once."""
+    config = ArenaConfig(db=store_url, pairs=write_pairs(tmp_path / "p.jsonl"), rate_limit=10_000)
+    stores = [VoteStore(store_url), VoteStore(store_url)]
+    first, second = (Arena(config, s, {}) for s in stores)
+    assert stores[0].hash_id("s") == stores[1].hash_id("s")
+    battles = [first.serve_pair("s") for _ in range(30)]
+    outcomes, lock = [], threading.Lock()
+
+    def vote(arena, battle):
+        try:
+            arena.vote("s", battle.id, "a")
+            result = "stored"
+        except AlreadyVoted:
+            result = "refused"
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=vote, args=(arena, b)) for b in battles for arena in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["refused"] * 30 + ["stored"] * 30
+    assert stores[1].count_votes() == 30
+    assert sorted(r.meta["battle_id"] for r in stores[0].records()) == sorted(b.id for b in battles)
+    for store in stores:
+        store.close()
+def test_a_closed_pages_battle_is_kept_for_the_grace_period(tmp_path):
+    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'v.db'}", pairs=write_pairs(tmp_path / "p.jsonl"),
+                         unload_grace_s=0.3)
+    store = VoteStore(config.db)
+    arena = Arena(config, store, {})
+    page = Voter("token", "127.0.0.1", tab="tab-1")
+    battle = arena.serve_pair(page)
+    arena.forget(page, grace=True)  # the connection dropped ...
+    assert arena.current(page, "prompt_set") is battle  # ... and came back within the grace period
+    arena.forget(page, grace=True)
+    time.sleep(0.4)
+    assert arena.current(page, "prompt_set") is None  # gone for good after it
+    assert arena.current(Voter("token", tab="tab-2"), "prompt_set") is None  # tabs are apart
+    store.close()
+
+
+def test_a_failed_insert_is_an_error_not_already_voted(arena, tmp_path):
+    from sqlalchemy.exc import IntegrityError
+
+    battle = arena.serve_pair("s")
+    engine = arena.store.engine
+    trigger = {  # a constraint violation on every insert into votes
+        "sqlite": ["CREATE TRIGGER refuse BEFORE INSERT ON votes BEGIN SELECT RAISE(ABORT, 'no'); END"],
+        "postgresql": ["CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no' "
+                       "USING ERRCODE = '23514'; END $$ LANGUAGE plpgsql",
+                       "CREATE TRIGGER refuse BEFORE INSERT ON votes FOR EACH ROW EXECUTE FUNCTION refuse()"],
+    }[engine.dialect.name]
+    with engine.begin() as conn:
+        for statement in trigger:
+            conn.exec_driver_sql(statement)
+    with pytest.raises(IntegrityError):  # the vote was not stored: saying "already voted" would lie
+        arena.vote("s", battle.id, "a")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TRIGGER refuse" + (" ON votes" if engine.dialect.name == "postgresql" else ""))
+    assert arena.vote("s", battle.id, "a").winner == "model_a"
+    with pytest.raises(AlreadyVoted):
+        arena.vote("s", battle.id, "b")

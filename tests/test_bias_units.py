@@ -43,19 +43,66 @@ def test_zheng_table2_split():
         vote("p2", X, Y, "model_a", "j"), vote("p2", Y, X, "model_b", "j"),
         # p3: second-shown wins in both orders -> recency.
         vote("p3", X, Y, "model_b", "j"), vote("p3", Y, X, "model_b", "j"),
-        # p4: a win and a tie -> other inconsistent.
+        # p4: the first-shown side wins in one order, a tie in the other -> primacy (Shi et al.).
         vote("p4", X, Y, "model_a", "j"), vote("p4", Y, X, "tie", "j"),
         # p5: one order only -> not a swapped pair.
         vote("p5", X, Y, "model_a", "j"),
     ]
     table, _ = judgment_table(records)
     est = position_bias(table)
-    assert (est.n_swapped_pairs, est.n_consistent, est.n_first_biased, est.n_second_biased, est.n_other_inconsistent) == (4, 1, 1, 1, 1)
-    assert est.consistency == 0.25 and est.preference_fairness == 0.0
+    assert (est.n_swapped_pairs, est.n_consistent, est.n_first_biased, est.n_second_biased, est.n_other_inconsistent) == (4, 1, 2, 1, 0)
+    assert est.consistency == 0.25 and est.preference_fairness == pytest.approx((1 - 2) / 4)
     assert est.first_rate == pytest.approx(5 / 8)
     verdicts = debiased_verdicts(table).set_index("pair_id")["canon"]
     pid = {p: make_pair_id(p, X, Y) for p in ("p1", "p2", "p3", "p4", "p5")}
     assert [verdicts[pid[p]] for p in ("p1", "p2", "p3", "p4", "p5")] == [0, 1, 0, 0, 1]
+
+
+def test_a_win_and_a_tie_count_by_the_position_that_won_as_shi_et_al_count_them():
+    # The second-shown side wins in one order, a tie in the other -> recency.
+    records = [vote("p", X, Y, "tie", "j"), vote("p", Y, X, "model_b", "j")]
+    est = position_bias(judgment_table(records)[0])
+    assert (est.n_first_biased, est.n_second_biased, est.n_other_inconsistent) == (0, 1, 0)
+    assert est.preference_fairness == 1.0
+
+
+def test_identical_texts_from_two_model_pairs_are_not_one_pair_swapped():
+    """Same prompt and texts (one pair_id), but model pair (a, b) shown one way and (c, d)
+    the other: not the same comparison in both orders."""
+    first = Record(pair_id=make_pair_id("p", X, Y), prompt="p", model_a="a", model_b="b", response_a=X,
+                   response_b=Y, winner="model_a", judge="j")
+    second = Record(pair_id=make_pair_id("p", Y, X), prompt="p", model_a="c", model_b="d", response_a=Y,
+                    response_b=X, winner="model_a", judge="j")
+    assert first.pair_id == second.pair_id
+    assert position_bias(judgment_table([first, second])[0]).n_swapped_pairs == 0
+
+
+def test_fixed_display_order_triggers_the_warning_and_random_order_does_not():
+    import numpy as np
+
+    from analysis.position import order_check
+
+    rng = np.random.default_rng(0)
+    models = ["m0", "m1", "m2", "m3"]
+    records_fixed, records_random = [], []
+    for k in range(120):
+        i, j = sorted(rng.choice(4, 2, replace=False))
+        texts = (f"answer {k} by {models[i]}", f"answer {k} by {models[j]}")
+        winner = "model_a" if rng.random() < 0.5 else "model_b"
+        # Fixed: the earlier-listed model is always shown first, as in the PandaLM test set.
+        records_fixed.append(Record(pair_id=f"p{k}", prompt=f"q{k}", model_a=models[i], model_b=models[j],
+                                    response_a=texts[0], response_b=texts[1], winner=winner, judge="human:1"))
+        flip = rng.random() < 0.5
+        order = (j, i) if flip else (i, j)
+        shown = (texts[1], texts[0]) if flip else texts
+        records_random.append(Record(pair_id=f"p{k}", prompt=f"q{k}", model_a=models[order[0]],
+                                     model_b=models[order[1]], response_a=shown[0], response_b=shown[1],
+                                     winner=winner, judge="human:1"))
+    fixed = order_check(judgment_table(records_fixed)[0])
+    assert fixed.randomised is False and fixed.minority_share == 0.0 and fixed.never_first == ("m3",)
+    random_ = order_check(judgment_table(records_random)[0])
+    assert random_.randomised is True and random_.minority_share > 0.3 and random_.never_first == ()
+    assert position_bias(judgment_table(records_fixed)[0]).order.randomised is False
 
 
 def test_consistency_never_mixes_two_voters():

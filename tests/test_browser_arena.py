@@ -108,7 +108,33 @@ class Wiretap:
         out = [(url, body.decode("utf-8", "replace")) for url, body in self.finished]
         out += [(self.urls.get(rid, rid), bytes(data).decode("utf-8", "replace")) for rid, data in self.streamed.items()]
         out += [("websocket", frame) for frame in self.sockets]
-        return out
+        return out + [("reassembled stream", text) for text in reassembled(out)]
+
+
+def reassembled(bodies: list[tuple[str, str]]) -> list[str]:
+    """Each streamed value rebuilt from Gradio's diffs: a word the panes reveal in two
+    pieces (both grow at a common pace, cut anywhere) shows whole only here."""
+    texts: dict[tuple, str] = {}
+    for _, body in bodies:
+        for line in body.splitlines():
+            if not line.startswith("data:"):
+                continue
+            try:
+                message = json.loads(line[5:])
+            except ValueError:
+                continue
+            data = (message.get("output") or {}).get("data") if isinstance(message, dict) else None
+            for index, item in enumerate(data or []):
+                ops = item if isinstance(item, list) and all(
+                    isinstance(op, list) and len(op) == 3 and op[0] in ("append", "replace", "add", "delete")
+                    for op in item) and item else None
+                for op, path, value in ops or []:
+                    key = (message.get("event_id"), index, json.dumps(path))
+                    if op == "append" and isinstance(value, str):
+                        texts[key] = texts.get(key, "") + value
+                    else:
+                        texts[key] = json.dumps(value)
+    return list(texts.values())
 
 
 def leaks(bodies: list[tuple[str, str]], strict: list[str], vendors: list[str]) -> list[tuple[str, str]]:

@@ -36,7 +36,8 @@ def test_pandalm_folder(shared_data):
     skipped = sorted(int(i.item.split()[1]) for i in result.issues if i.path.endswith("/testset-v1.json"))
     assert skipped == sorted(x["idx"] for x in testset if x not in good)
     garbage = [r for r in by_judge["gpt-3.5-turbo"] if r.parse_error]
-    assert garbage and all(r.raw_output == "garbage" for r in garbage)
+    # No placeholder verdict: a record without a verdict has winner None (one convention).
+    assert garbage and all(r.raw_output == "garbage" and r.winner is None for r in garbage)
 
 
 def test_pandalm_files_one_by_one_do_not_duplicate(shared_data):
@@ -143,10 +144,12 @@ def test_judges_run_folder_pairs_and_failures(tmp_path):
     write_records(tmp_path / "judge-j1.failures.jsonl", [{**pair, "judge": "j1", "parse_error": "no [[A]] or [[B]]", "raw_output": "hmm"}])
     (tmp_path / "judge-j1.manifest.json").write_text("{}")
     result = import_paths([tmp_path])
-    assert len(result.records) == 12 and {r.winner for r in result.records} == {"model_a"}
+    assert len(result.records) == 13
     assert any(i.path.endswith("pairs.jsonl") and "skipped" in i.message for i in result.issues)
-    (failure,) = [i for i in result.issues if i.judge]
-    assert failure.judge == "j1" and "no [[A]]" in failure.message
+    # An old failures line (no winner key) reads as a record without a verdict, never given one.
+    (failure,) = [r for r in result.records if r.parse_error]
+    assert failure.judge == "j1" and failure.winner is None and "no [[A]]" in failure.parse_error
+    assert {r.winner for r in result.records if not r.parse_error} == {"model_a"}
     assert main(["--votes", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet", "--rating-bootstrap", "0"]) == 0
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["judges"]["j1"]["n_records"] == 12 and data["judges"]["j1"]["n_parse_errors"] == 1

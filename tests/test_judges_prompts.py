@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.records import RecordError
-from judges.prompt_sets import load_prompts
+from core.prompts import load_prompts
 
 
 def test_mt_bench_questions_give_their_first_turn(shared_data):
@@ -64,7 +64,7 @@ def test_every_model_pair_per_prompt_with_an_order_free_pair_id():
     from core.backends.base import Completion
     from core.records import make_pair_id
     from judges.generate import build_pairs
-    from judges.prompt_sets import PromptItem
+    from core.prompts import PromptItem
 
     prompts = [PromptItem("p1", "1", "math", "ref"), PromptItem("p2", "2")]
     answers = {m: [Completion(f"{m} on {p.prompt}", 3, "stop") for p in prompts] for m in ("x", "y", "z")}

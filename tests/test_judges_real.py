@@ -135,7 +135,7 @@ def test_generate_mode_records_or_failures_never_defaults(smollm, pairs, tmp_pat
         last = list(template.pattern.finditer(r.raw_output))[-1].group("verdict")
         assert r.winner == {"A": "model_a", "B": "model_b"}[last]
     for f in failed:
-        assert "winner" not in f and f["parse_error"] and f["raw_output"] is not None
+        assert f["winner"] is None and f["parse_error"] and f["raw_output"] is not None
         assert f["meta"]["attempts"] == 2
 
 

@@ -1,8 +1,10 @@
 """Judge templates: the registry, placeholders, user template files and their declarations."""
 
+import time
+
 import pytest
 
-from judges.templates import BUILTIN, TemplateError, get_template
+from judges.templates import BUILTIN, JudgeTemplate, TemplateError, _trial_render, get_template
 from judges.verdicts import parse_verdict
 
 USER_TEMPLATE = """{#
@@ -112,3 +114,30 @@ def test_template_placeholders_are_not_code(tmp_path):
                            "{{ response_a }} {{ response_b }}")
     with pytest.raises(Exception, match="unsafe|not safely"):
         get_template(path).messages("q", "a", "b")
+
+
+@pytest.mark.parametrize("expression", ["{{ (9**999999999) > 1 }}", "{{ ('x' * 10**9) | length }}",
+                                        "{{ 7 * 10**2000 }}"])
+def test_a_template_cannot_hang_or_exhaust_its_load(tmp_path, expression):
+    path = tmp_path / "bomb.jinja"
+    path.write_text("{#\nverdict: \\[\\[(?P<verdict>[AB])\\]\\]\n#}\n"
+                    "{{ instruction }} {{ response_a }} {{ response_b }} " + expression + "\n")
+    began = time.monotonic()
+    with pytest.raises(TemplateError, match="bomb.jinja.*too large"):
+        get_template(str(path))
+    assert time.monotonic() - began < 5
+
+
+def test_a_template_that_renders_too_long_or_is_too_big_is_refused(tmp_path):
+    # About a second of looping (then the trial thread ends): over a 0.2 s bound.
+    body = ("{{ instruction }} {{ response_a }} {{ response_b }}"
+            "{% for i in range(100000) %}{% for j in range(20) %}{% endfor %}{% endfor %}")
+    slow = JudgeTemplate("slow", "pairwise", body, r"\[\[(?P<verdict>[AB])\]\]")
+    with pytest.raises(TemplateError, match="longer than 0.2 s"):
+        _trial_render(slow, timeout_s=0.2)
+    big = tmp_path / "big.jinja"
+    big.write_text("{#\nverdict: \\[\\[(?P<verdict>[AB])\\]\\]\n#}\n{{ instruction }} {{ response_a }} "
+                   "{{ response_b }}" + "x" * 70_000)
+    with pytest.raises(TemplateError, match="at most"):
+        get_template(str(big))
+    assert BUILTIN["mt-bench-pair"].messages("2 * 3?", "6", "5")  # ordinary templates still render

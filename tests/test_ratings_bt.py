@@ -175,14 +175,14 @@ def test_anchor_pins_one_model_and_keeps_differences():
 
 def test_bootstrap_is_seeded():
     fit = bradley_terry(*simulate([0.0, 0.4, 0.9], 2000, seed=5).T.to_numpy())
-    same = bootstrap_params(fit, 50, seed=9), bootstrap_params(fit, 50, seed=9)
+    same = bootstrap_params(fit, 50, seed=9).params, bootstrap_params(fit, 50, seed=9).params
     assert np.array_equal(*same)
-    assert not np.array_equal(same[0], bootstrap_params(fit, 50, seed=10))
+    assert not np.array_equal(same[0], bootstrap_params(fit, 50, seed=10).params)
 
 
 def test_bootstrap_spread_agrees_with_the_sandwich():
     fit = bradley_terry(*simulate(np.linspace(-1, 1, 8), 30_000, seed=4).T.to_numpy())
-    spread = bootstrap_params(fit, 400, seed=0).std(axis=0)
+    spread = bootstrap_params(fit, 400, seed=0).params.std(axis=0)
     sandwich = np.sqrt(np.diag(fit.covariance()))
     assert np.allclose(spread, sandwich, rtol=0.15)
 

@@ -44,7 +44,7 @@ def test_help_documents_the_contract():
     result = run_cli("--help")
     assert result.returncode == 0
     for phrase in ("--votes", "--method", "--bootstrap", "--judge", "--json", "bt-style", "trueskill",
-                   "400 points", "rank = 1 +", "sandwich", "--anchor"):
+                   "400 points", "rank = 1 +", "sandwich", "--anchor", "pair_id", "ridge"):
         assert phrase in result.stdout, phrase
 
 
@@ -72,6 +72,7 @@ def test_table_output_on_the_pandalm_test_set(shared_data):
     result = run_cli("--votes", str(shared_data / "pandalm"), "--judge", "pandalm-7b", "--method", "elo")
     assert result.returncode == 0, result.stderr
     assert "method: elo" in result.stdout
+    assert "warning: online Elo bootstrap intervals understate" in result.stderr
     for model in ("llama-7b", "bloom-7b", "opt-7b", "pythia-6.9b", "cerebras-gpt-6.7B"):
         assert model in result.stdout
 

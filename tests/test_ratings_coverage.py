@@ -47,7 +47,7 @@ def coverage() -> dict[str, float]:
         estimate = ELO_SCALE * fit.scores.to_numpy()
         se = ELO_SCALE * np.sqrt(np.diag(fit.covariance("sandwich")))
         hits["sandwich"] += int(np.sum(np.abs(estimate - truth) <= z * se))
-        samples = ELO_SCALE * bootstrap_params(fit, ROUNDS, seed=k)
+        samples = ELO_SCALE * bootstrap_params(fit, ROUNDS, seed=k).params
         lower, upper = np.percentile(samples, [2.5, 97.5], axis=0)
         hits["bootstrap"] += int(np.sum((lower <= truth) & (truth <= upper)))
     return {kind: count / (DATA_SETS * len(THETA)) for kind, count in hits.items()}

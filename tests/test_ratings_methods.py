@@ -219,3 +219,17 @@ def test_length_controlled_win_rate_removes_a_planted_length_preference():
     assert row["win_rate"] > 0.65
     assert row["lower"] <= 0.5 <= row["upper"]
     assert row["length_coef"] > 0.5
+
+
+def test_elo_intervals_of_a_sparse_model_shrink_so_the_table_warns():
+    frame = simulate([0.0, 0.3, 0.6], 1500, seed=11)
+    sparse = pd.DataFrame({"model_a": ["rare", "m0", "rare"], "model_b": ["m1", "rare", "m2"],
+                           "winner": ["model_a", "model_b", "tie"]})
+    table = rate(pd.concat([frame, sparse], ignore_index=True), "elo", bootstrap=100, seed=0)
+    rows = table.table.set_index("model")
+    width = rows["upper"] - rows["lower"]
+    # The phenomenon: 3 battles give a narrower Elo interval than 1,000 do.
+    assert width["rare"] < width[["m0", "m1", "m2"]].min()
+    assert any("sparsely sampled" in w for w in table.warnings)
+    assert table.to_dict()["warnings"] == list(table.warnings)
+    assert not rate(frame, "bt").warnings

@@ -82,3 +82,15 @@ def test_strength_is_an_optional_whole_number():
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(RecordError, match="strength"):
             Record.from_dict({**base, "strength": bad})
+
+
+def test_a_record_without_a_verdict_says_why():
+    """One convention: winner None only together with parse_error; written as "winner": null."""
+    base = dict(pair_id="p", prompt="q", model_a="a", model_b="b", response_a="x", response_b="y", judge="j")
+    with pytest.raises(RecordError, match="parse_error"):
+        Record(**base, winner=None)
+    record = Record(**base, winner=None, parse_error="no verdict found", raw_output="hmm")
+    line = json.loads(json.dumps(record.to_dict()))
+    assert line["winner"] is None and Record.from_dict(line) == record
+    with pytest.raises(RecordError, match="missing required field 'winner'"):
+        Record.from_dict({**base})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,24 @@ def test_judge_family_falls_back_to_the_model_registry():
     assert report.rater("gemma3-270m").family == "gemma"  # data/models.toml
     assert report.rater("mystery-judge").family is None
     assert "unknown" in report.rater("mystery-judge").self_family.note
+
+
+def test_markdown_report_escapes_what_records_carry():
+    from analysis.report import build_report
+    from analysis.report.render import render_markdown
+    from core.records import Record, make_pair_id
+
+    evil_judge = "judge<script>alert(1)</script>|x"
+    evil_model = "m![p](http://127.0.0.1:9/pixel.png)"
+    records = [
+        Record(pair_id=make_pair_id(f"q{i}", "a", "bb"), prompt=f"q{i}", model_a=evil_model, model_b="m2",
+               response_a="a", response_b="bb", winner=w, judge=j)
+        for i, (w, j) in enumerate([("model_a", "human"), ("model_b", "human"), ("model_a", evil_judge),
+                                    ("model_b", evil_judge), ("tie", evil_judge)])
+    ]
+    md = render_markdown(build_report(records, n_boot=20, rating_bootstrap=0))
+    assert "<script" not in md and "&lt;script&gt;" in md
+    assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(", md)  # no image or link syntax left unescaped
+    assert "m\\!\\[p\\](http://127.0.0.1:9/pixel.png)" in md  # the name, as written
+    assert "&lt;/script&gt;|x" not in md  # the | stays inside its table cell
+    assert "judge&lt;script&gt;alert(1)&lt;/script&gt;\\|x" in md

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import warnings
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -83,6 +84,15 @@ def test_raters_counts_and_reported_problems(raw, report):
         assert any(f"idx {idx}: skipped" in issue and "bool" in issue for issue in data["issues"])
 
 
+def _clustered_ci(items):
+    """The rate's interval when items (pairs) carry several verdicts: this file's own pair
+    bootstrap; Wilson's when every item holds one verdict."""
+    sums = np.array(list(items.values()), dtype=float)
+    if sums[:, 1].max() <= 1:
+        return wilson(sums[:, 0].sum(), sums[:, 1].sum())
+    return _bootstrap(sums, [(0, 1)])[0]
+
+
 @pytest.mark.parametrize("rater", RATERS)
 def test_position(raw, report, rater):
     got = report[0]["judges"][rater]["position"]
@@ -90,23 +100,63 @@ def test_position(raw, report, rater):
     decisive = [v for v in votes if v["pick"] is not None]
     first = sum(v["pick"] == v["first"] for v in decisive)
     assert got["first_rate"] == pytest.approx(first / len(decisive), abs=1e-12)
-    assert got["first_rate_ci"] == pytest.approx(wilson(first, len(decisive)), abs=1e-12)
+    # Three annotators per pair (and items sharing texts): the interval resamples pairs.
+    per_item = defaultdict(lambda: [0, 0])
+    for v in decisive:
+        per_item[v["key"]][0] += v["pick"] == v["first"]
+        per_item[v["key"]][1] += 1
+    assert got["first_rate_ci"] == pytest.approx(_clustered_ci(per_item), abs=0.01)
+    naive = wilson(first, len(decisive))
+    if rater == "human":  # wider than the interval that took the 2,657 votes as independent
+        assert got["first_rate_ci"][1] - got["first_rate_ci"][0] > 1.4 * (naive[1] - naive[0])
+    # The same prompt and model pair in both orders: PandaLM shows every model pair in one
+    # fixed order, so no pair is seen swapped; texts shared by two items do not count.
     groups = defaultdict(list)
     for v in votes:
-        groups[(v["voter"], v["key"])].append(v)
-    swapped = [g for g in groups.values() if len({v["first"] == v["key"][1] for v in g}) == 2]
-    consistent = [g for g in swapped if len({v["pick"] for v in g}) == 1]
-    primacy = [g for g in swapped if g not in consistent and all(v["pick"] == v["first"] for v in g)]
-    recency = [g for g in swapped if g not in consistent and all(v["pick"] == v["second"] for v in g)]
-    assert got["n_swapped_pairs"] == len(swapped)
-    assert got["consistency"] == pytest.approx(len(consistent) / len(swapped), abs=1e-12)
+        groups[(v["voter"], v["key"], frozenset((v["m1"], v["m2"])))].append(v)
+    swapped = [g for g in groups.values() if len({v["m1"] for v in g}) == 2]
+    assert got["n_swapped_pairs"] == len(swapped) == 0
+    assert got["consistency"] is None and got["details"]["preference_fairness"] is None
     details = got["details"]
-    assert (details["n_first_biased"], details["n_second_biased"]) == (len(primacy), len(recency))
-    assert details["preference_fairness"] == pytest.approx((len(recency) - len(primacy)) / len(swapped), abs=1e-12)
     assert (details["n_decisive"], details["first_wins"], details["n_records"]) == (len(decisive), first, len(votes))
-    # Consistency CI: Wilson with the number of distinct pairs as n (several voters per pair).
-    distinct = len({g[0]["key"] for g in swapped})
-    assert details["consistency_ci"] == pytest.approx(wilson(len(consistent) / len(swapped) * distinct, distinct), abs=1e-12)
+    # Order fixed by model: the report says so, and gives the rate with strengths held fixed.
+    assert got["order_randomised"] is False
+    assert details["order"]["minority_share"] == 0.0 and details["order"]["never_first"] == ["pythia-6.9b"]
+    lo, hi = got["first_rate_controlled_ci"]
+    assert lo < got["first_rate_controlled"] < hi
+    assert f"**Warning ({rater}):** display order is not randomised" in (report[1] / "report.md").read_text()
+
+
+def test_preference_fairness_of_gpt35_follows_shi_et_al(raw, shared_data):
+    """Pairs of identical texts seen in both orders (across two items): -0.059 as Shi et al.
+    count a win plus a tie, where the old rule put it in "other" and gave -0.029."""
+    from analysis.importers import import_paths
+    from analysis.position import position_bias
+    from analysis.stats import judgment_table
+
+    groups = defaultdict(list)
+    for v in raw["votes"]["gpt-3.5-turbo"]:
+        groups[v["key"]].append(v)
+    primacy = recency = swapped = 0
+    for g in groups.values():
+        if len({v["first"] == v["key"][1] for v in g}) < 2:
+            continue
+        swapped += 1
+        if len({v["pick"] for v in g}) == 1:
+            continue
+        positions = {"first" if v["pick"] == v["first"] else "second" for v in g if v["pick"] is not None}
+        primacy += positions == {"first"}
+        recency += positions == {"second"}
+    assert (swapped, primacy, recency) == (34, 5, 3)
+    # Ours, with each text standing for its own "model" so that the text order is the shown order.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, _ = judgment_table(import_paths([shared_data / "pandalm"]).records)
+    rows = table[table["rater"] == "gpt-3.5-turbo"]
+    rows = rows.assign(model_a=np.where(rows["flip"], "text 2", "text 1"), model_b=np.where(rows["flip"], "text 1", "text 2"))
+    est = position_bias(rows)
+    assert (est.n_swapped_pairs, est.n_first_biased, est.n_second_biased) == (34, 5, 3)
+    assert est.preference_fairness == pytest.approx(-2 / 34) == pytest.approx(-0.0588, abs=1e-4)
 
 
 def _length_sd(raw):
@@ -125,7 +175,11 @@ def test_length(raw, report, rater):
     unequal = [v for v in decisive if len(v["first"]) != len(v["second"])]
     longer = sum(v["pick"] == max(v["first"], v["second"], key=len) for v in unequal)
     assert got["longer_rate"] == pytest.approx(longer / len(unequal), abs=1e-12)
-    assert got["longer_rate_ci"] == pytest.approx(wilson(longer, len(unequal)), abs=1e-12)
+    per_item = defaultdict(lambda: [0, 0])
+    for v in unequal:
+        per_item[v["key"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
+        per_item[v["key"]][1] += 1
+    assert got["longer_rate_ci"] == pytest.approx(_clustered_ci(per_item), abs=0.01)
     # Logistic model: intercept, standardised length difference, +1/-1 model columns.
     sd = _length_sd(raw)
     assert data["length_sd_chars"] == pytest.approx(sd, rel=1e-12)
@@ -159,7 +213,11 @@ def test_length(raw, report, rater):
         assert (b["lo"], b["hi"], b["n"]) == (lo_edge, hi_edge, len(inside))
         if inside:
             assert b["longer_rate"] == pytest.approx(won / len(inside), abs=1e-12)
-            assert b["ci"] == pytest.approx(wilson(won, len(inside)), abs=1e-12)
+            cells = defaultdict(lambda: [0, 0])
+            for v in inside:
+                cells[v["key"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
+                cells[v["key"]][1] += 1
+            assert b["ci"] == pytest.approx(_clustered_ci(cells), abs=0.015)
 
 
 def _bootstrap(sums, ratios, reps=2000, seed=12345):
@@ -379,6 +437,10 @@ def test_markdown_and_html_are_written(report):
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     assert "| pandalm-7b |" in md and "Zheng et al. 2023" in md
+    # Labels that say what the numbers are: style (not length) control, pair-clustered intervals.
+    assert "Bradley-Terry and style-controlled" in md and "length-controlled" not in md
+    assert "clustered by pair_id (861 pairs)" in md
+    assert "style element 'headers' differs between the two responses in only 2 pairs" in md
     assert html.count("data:image/png;base64,") >= 4
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
 

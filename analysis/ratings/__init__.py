@@ -5,9 +5,10 @@ TrueSkill and style-controlled Bradley-Terry, behind one registry (:func:`rate`)
 
 Modules: :mod:`.counts` (battles -> pair counts), :mod:`.likelihoods` (tie models and
 their derivatives), :mod:`.bt` (Newton fit, sandwich covariance, Elo scale),
-:mod:`.bootstrap` (multinomial bootstrap), :mod:`.reference` (the slow twin), :mod:`.elo`,
+:mod:`.bootstrap` (pair-cluster bootstrap), :mod:`.reference` (the slow twin), :mod:`.elo`,
 :mod:`.trueskill_ratings`, :mod:`.style` (style control, LC win rate), :mod:`.table`
-(results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.cli`.
+(results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.winrate`
+(AlpacaEval's win rate against a baseline), :mod:`.cli`.
 
 References
 ----------
@@ -20,6 +21,9 @@ References
 - Huber, P.J. (1967); White, H. (1982). Maximum likelihood estimation of misspecified models.
   Econometrica 50 (the sandwich covariance).
 - Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 6 and 13.
+- Liang, K.-Y. & Zeger, S.L. (1986). Longitudinal data analysis using generalized linear models.
+  Biometrika 73 (cluster-robust sandwich: votes on one pair_id are one cluster).
+- Field, C.A. & Welsh, A.H. (2007). Bootstrapping clustered data. JRSS B 69 (resampling whole pairs).
 - Chiang, W.-L. et al. (2024). Chatbot Arena: an open platform for evaluating LLMs by human
   preference. ICML (sandwich/bootstrap intervals, rank with uncertainty).
 - Li, T. et al. (2024). Does style matter? Disentangling style and substance in Chatbot Arena
@@ -28,8 +32,8 @@ References
   evaluators. arXiv:2404.04475.
 """
 
-from .bootstrap import bootstrap_params
-from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts
+from .bootstrap import REPLICATE_L2, Replicates, bootstrap_params
+from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts, mle_exists
 from .counts import PairCounts, aggregate
 from .elo import online_elo
 from .reference import reference_bradley_terry
@@ -43,8 +47,11 @@ from .style import (
     style_covariates,
 )
 from .table import RatingTable, make_table, rank_with_uncertainty
+from .winrate import WinRateTable, win_rates
 
 __all__ = [
+    "REPLICATE_L2",
+    "Replicates",
     "BTResult",
     "CENTRE",
     "ELO_SCALE",
@@ -53,6 +60,7 @@ __all__ = [
     "PairCounts",
     "RatingTable",
     "StyleFit",
+    "WinRateTable",
     "add_style_features",
     "aggregate",
     "bootstrap_params",
@@ -61,10 +69,12 @@ __all__ = [
     "fit_style_bt",
     "length_controlled_winrate",
     "make_table",
+    "mle_exists",
     "online_elo",
     "rank_with_uncertainty",
     "rate",
     "reference_bradley_terry",
     "register",
     "style_covariates",
+    "win_rates",
 ]

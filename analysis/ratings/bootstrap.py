@@ -1,23 +1,46 @@
-"""Multinomial bootstrap of a Bradley-Terry fit, all replicates solved together.
+"""Bootstrap of a Bradley-Terry fit, all replicates solved together.
 
-Resampling N battles with replacement is the same as drawing the aggregated cell counts
-(pair x outcome) from Multinomial(N, observed cell frequencies) (Efron & Tibshirani 1993,
-ch. 6), so a round costs O(cells), not O(battles). Each replicate starts from the
-full-data MLE and is solved by the chord method: Newton steps that reuse the full-data
-information matrix, inverted once (Kelley 1995, sec. 5.4). The replicate MLEs are close
-to the full-data one, so the iteration contracts fast; one matrix product per step serves
-every replicate at once. A replicate not converged after ``max_iter`` chord steps gets a
-full Newton fit of its own, which raises ``RuntimeError`` if its MLE does not exist.
+Resampling draws whole clusters (the battles of one ``pair_id``: several people's votes on
+a pair, a judge's verdicts on both orders) with replacement, as the clusters, not the
+battles, are what is independent (Field & Welsh 2007); without clusters every battle is
+its own. Clusters with the same cell counts are interchangeable, so drawing K clusters is
+a draw from Multinomial(K, shares of the distinct clusters) (Efron & Tibshirani 1993,
+ch. 6), and a round costs O(distinct clusters), not O(battles). Each replicate starts from
+the full-data MLE and is solved by the chord method: Newton steps that reuse the
+full-data information matrix, inverted once (Kelley 1995, sec. 5.4); one matrix product
+per step serves every replicate at once. A replicate not converged after ``max_iter``
+chord steps gets a full Newton fit of its own; one whose MLE does not exist (a model that
+only won or only lost in that resample) is fitted with the weak stated prior
+:data:`REPLICATE_L2`, and such rounds are counted.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .bt import BTResult, _regularised_inverse, newton
+from .counts import PairCounts
 from .threads import one_blas_thread
 
-__all__ = ["bootstrap_params"]
+__all__ = ["REPLICATE_L2", "Replicates", "bootstrap_params"]
+
+# Ridge l2/2 |theta|^2, a N(0, 10^2) prior on log-strengths (sd 10 = about 1,700 Elo), used
+# only in rounds whose MLE does not exist: it keeps them finite without narrowing the rest.
+REPLICATE_L2 = 0.01
+# Clusters with more battles than this are not merged into distinct kinds (rare, costly to key).
+_MAX_KEY = 32
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """``params`` of each round ``(rounds, q)``; ``n_prior``: rounds fitted with the prior;
+    ``n_clusters``: the units resampled (battles when the counts carry no clusters)."""
+
+    params: np.ndarray
+    n_prior: int
+    n_clusters: int
 
 
 def bootstrap_params(
@@ -28,11 +51,11 @@ def bootstrap_params(
     tol: float = 1e-9,
     max_iter: int = 50,
     chunk: int = 250,
-) -> np.ndarray:
-    """Parameters of ``rounds`` bootstrap refits, shape ``(rounds, len(fit.params))``.
+) -> Replicates:
+    """Parameters of ``rounds`` bootstrap refits (see the module docstring).
 
     Seeded: the same ``seed`` gives the same replicates. Needs unweighted (integer) counts.
-    A model none of whose battles is drawn in a round has no information there and keeps
+    A model none of whose clusters is drawn in a round has no information there and keeps
     its full-data estimate in that round; with a handful of battles per model, prefer the
     sandwich interval or more data.
     """
@@ -40,24 +63,53 @@ def bootstrap_params(
         return _bootstrap(fit, rounds, seed=seed, tol=tol, max_iter=max_iter, chunk=chunk)
 
 
-def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: int, chunk: int) -> np.ndarray:
+def _units(counts: PairCounts):
+    """Distinct resampling units as a sparse ``(kinds, cells)`` matrix of cell counts, and
+    how many clusters are of each kind."""
+    import scipy.sparse  # only the bootstrap needs it: a fit starts faster without
+
+    n_cells = 3 * len(counts.i)
+    if counts.clusters is None:
+        cells = counts.cells
+        nonzero = np.flatnonzero(cells)
+        units = scipy.sparse.csr_matrix((np.ones(len(nonzero)), (np.arange(len(nonzero)), nonzero)), shape=(len(nonzero), n_cells))
+        return units, cells[nonzero]
+    clusters = counts.clusters
+    sizes = np.bincount(clusters.code, minlength=clusters.n)
+    matrix = scipy.sparse.csr_matrix(
+        (clusters.weight, clusters.cell, np.r_[0, np.cumsum(sizes)]), shape=(clusters.n, n_cells)
+    )
+    if not len(sizes) or sizes.max() > _MAX_KEY:
+        return matrix, np.ones(clusters.n)
+    # Key of a cluster: its (cell, count) entries in cell order, padded; equal keys are
+    # equal clusters (the entries come sorted by cluster, then cell).
+    width = int(sizes.max())
+    slot = np.arange(len(clusters.code)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    keys = np.full((clusters.n, 2 * width), -1.0)
+    keys[clusters.code, 2 * slot] = clusters.cell
+    keys[clusters.code, 2 * slot + 1] = clusters.weight
+    _, first, kinds = np.unique(keys, axis=0, return_index=True, return_counts=True)
+    return matrix[first], kinds.astype(float)
+
+
+def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: int, chunk: int) -> Replicates:
     counts, likelihood, l2 = fit.counts, fit.likelihood, fit.l2
-    cells = np.stack([counts.wins_i, counts.wins_j, counts.ties], axis=-1).ravel()
-    if not np.allclose(cells, np.round(cells)):
-        raise ValueError("the multinomial bootstrap needs unweighted battles (integer counts)")
-    total = int(round(cells.sum()))
-    nonzero = np.flatnonzero(cells)
-    probabilities = cells[nonzero] / cells[nonzero].sum()
+    if not np.allclose(counts.cells, np.round(counts.cells)):
+        raise ValueError("the bootstrap needs unweighted battles (integer counts)")
+    units, kinds = _units(counts)
+    n_units = int(round(kinds.sum()))
+    shares = kinds / kinds.sum()
+    unit_cells = units.T.tocsr()  # (cells, kinds): a draw of kinds -> cell counts
     m = counts.n_models
     step_matrix = _regularised_inverse(likelihood.information(fit.params, counts), counts, l2)
     incidence = counts.incidence()
     rng = np.random.default_rng(seed)
     out = np.empty((rounds, len(fit.params)))
+    n_prior = 0
     for begin in range(0, rounds, chunk):
         size = min(chunk, rounds - begin)
-        drawn = np.zeros((size, cells.size))
-        drawn[:, nonzero] = rng.multinomial(total, probabilities, size=size)
-        drawn = drawn.reshape(size, -1, 3)
+        drawn = rng.multinomial(n_units, shares, size=size)
+        drawn = np.asarray(unit_cells @ drawn.T).T.reshape(size, -1, 3)
         x = np.tile(fit.params, (size, 1))
         active = np.arange(size)
         for _ in range(max_iter):
@@ -71,6 +123,10 @@ def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: i
                 break
         for row in active:
             single = counts.with_counts(drawn[row, :, 0], drawn[row, :, 1], drawn[row, :, 2])
-            x[row], _ = newton(likelihood, single, fit.params, l2=l2, tol=tol)
+            try:
+                x[row], _ = newton(likelihood, single, fit.params, l2=l2, tol=tol)
+            except RuntimeError:  # a model only won or only lost in this resample
+                x[row], _ = newton(likelihood, single, fit.params, l2=max(l2, REPLICATE_L2), tol=tol)
+                n_prior += 1
         out[begin : begin + size] = x
-    return out
+    return Replicates(out, n_prior, n_units)

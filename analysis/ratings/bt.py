@@ -19,11 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse.csgraph
-from scipy.stats import norm
-
 from .counts import PairCounts, aggregate
-from .likelihoods import LIKELIHOODS, PairLikelihood
+from .likelihoods import LIKELIHOODS, PairLikelihood, meat
+from .table import z_two_sided
 from .threads import one_blas_thread
 
 __all__ = ["BTResult", "CENTRE", "ELO_SCALE", "bradley_terry", "fit_counts", "newton", "to_elo_matrix"]
@@ -67,7 +65,8 @@ class BTResult:
 
         Inverses are taken on the centred subspace (``theta`` sums to 0), so the result is
         the covariance of the centred scores; the sandwich stays valid when ties are
-        counted as half wins, where the model-based one is not (White 1982, Theorem 3.2).
+        counted as half wins, where the model-based one is not (White 1982, Theorem 3.2),
+        and is clustered when the counts carry clusters (:func:`.likelihoods.meat`).
         """
         if kind not in ("sandwich", "model"):
             raise ValueError(f"unknown covariance kind {kind!r}; use 'sandwich' or 'model'")
@@ -75,14 +74,14 @@ class BTResult:
             bread = _regularised_inverse(self.likelihood.information(self.params, self.counts), self.counts, self.l2)
             if kind == "model":
                 return bread
-            return bread @ self.likelihood.meat(self.params, self.counts) @ bread
+            return bread @ meat(self.likelihood, self.params, self.counts) @ bread
 
     def elo_intervals(self, anchor=None, kind: str = "sandwich", level: float = 0.95):
         """Normal (Wald) intervals on the Elo scale from :meth:`covariance`."""
         m = self.counts.n_models
         transform = to_elo_matrix(self.counts.models, anchor)
         cov = transform @ self.covariance(kind)[:m, :m] @ transform.T
-        z = float(norm.ppf(0.5 + level / 2))
+        z = z_two_sided(level)
         half = z * np.sqrt(np.clip(np.diag(cov), 0, None))
         centre = self.elo(anchor).to_numpy()
         return centre - half, centre + half
@@ -120,15 +119,56 @@ def _regularised_inverse(information: np.ndarray, counts: PairCounts, l2: float)
     return np.linalg.inv(lifted) - np.outer(u, u) / (m * (m + l2))
 
 
+def _closure(adjacency: np.ndarray) -> np.ndarray:
+    """Reflexive-transitive closure of a boolean m x m adjacency (who reaches whom).
+
+    Repeated squaring of the small m x m matrix (m is the number of models), so the fit
+    needs no scipy.sparse import (a quarter second at start-up).
+    """
+    reach = adjacency | np.eye(len(adjacency), dtype=bool)
+    while True:
+        wider = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
+        if (wider == reach).all():
+            return reach
+        reach = wider
+
+
+def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
+    """Connected components of the comparison graph: (count, label per model)."""
+    m = counts.n_models
+    adjacency = np.zeros((m, m), dtype=bool)
+    adjacency[counts.i, counts.j] = adjacency[counts.j, counts.i] = True
+    reach = _closure(adjacency)
+    _, labels = np.unique(reach.argmax(axis=1), return_inverse=True)
+    return int(labels.max()) + 1 if m else 0, labels
+
+
 def _check_connected(counts: PairCounts) -> None:
-    graph = scipy.sparse.coo_matrix((np.ones(len(counts.i)), (counts.i, counts.j)), shape=(counts.n_models,) * 2)
-    n_parts, labels = scipy.sparse.csgraph.connected_components(graph, directed=False)
+    n_parts, labels = _components(counts)
     if n_parts > 1:
         groups = [list(counts.models[labels == k][:3]) for k in range(min(n_parts, 3))]
         raise ValueError(
             f"the models fall into {n_parts} groups never compared with each other (e.g. {groups}); "
             "ratings across groups are not identified: rate each group separately or pass l2 > 0"
         )
+
+
+def mle_exists(counts: PairCounts) -> bool:
+    """Whether the Bradley-Terry MLE exists (finite) for these battles, ties as half wins.
+
+    Ford (1957) / Hunter (2004), Assumption 1: it exists iff, for every split of the models
+    into two groups, some model in each group beat (or tied) some model in the other,
+    i.e. the directed "won or tied against" graph is strongly connected. One vote, or a
+    model with only wins or only losses, fails it; a tie adds an edge both ways.
+    """
+    if counts.n_models < 2:
+        return False
+    wins_i, wins_j, ties = (np.asarray(x).reshape(-1) for x in (counts.wins_i, counts.wins_j, counts.ties))
+    beat = np.zeros((counts.n_models,) * 2, dtype=bool)  # beat[i, j]: i won or tied against j
+    forward, backward = (wins_i + ties) > 0, (wins_j + ties) > 0
+    beat[counts.i[forward], counts.j[forward]] = True
+    beat[counts.j[backward], counts.i[backward]] = True
+    return bool(_closure(beat).all())
 
 
 def _diverged(x: np.ndarray, counts: PairCounts) -> RuntimeError:

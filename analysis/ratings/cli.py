@@ -8,14 +8,19 @@ import sys
 import warnings
 
 from analysis.frames import load_frame
+from analysis.importers import describe_formats
 
 from .registry import METHODS, rate
 from .table import RatingTable
 
+# Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
+# its own result type and lives beside the registry's methods, not in it.
+WINRATE = "winrate"
+
 _DESCRIPTION = """\
-Rate models from pairwise battles: human votes and LLM-judge verdicts (records JSONL,
-FastChat battle JSON, CSV/Parquet with model_a, model_b, winner, or a folder such as the
-PandaLM test set).
+Rate models from pairwise battles: human votes and LLM-judge verdicts, in any of the
+formats below (detected per file; a CSV/Parquet table with model_a, model_b, winner is
+read column-wise), or folders of them.
 
 Ratings are on the Elo scale: 400 points mean a factor 10 in the odds of winning.
 Bradley-Terry ratings are centred on a mean of 1000 (or pinned with --anchor); online Elo
@@ -24,26 +29,41 @@ bt-style the sandwich (robust) 95% interval, or the bootstrap percentile interva
 --bootstrap N > 0; for elo and elo-avg a bootstrap over resampled battles (100 rounds unless
 --bootstrap says otherwise); for trueskill the posterior mu +- 1.96 sigma, or a bootstrap.
 rank = 1 + the number of models whose lower bound is above this model's upper bound.
+Votes sharing a pair_id (several people on one pair, a judge seeing both orders) are one
+cluster: bt, bt-davidson and bt-style intervals sum scores within, and resample, whole
+pairs. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
+sparsely sampled models, so elo and elo-avg print a warning: read intervals from bt.
 
 Methods: bt (Bradley-Terry, ties = half a win), bt-davidson (Davidson's tie model),
 bt-style (Chatbot Arena style control: length, headers, lists, bold; prints the style
 coefficients in log-odds per standard deviation), elo (online Elo in file order),
-elo-avg (online Elo averaged over random orders), trueskill (tau = 0).
+elo-avg (online Elo averaged over random orders), trueskill (tau = 0), winrate
+(AlpacaEval's win rate against a baseline: mean preference, its standard error, the
+discrete win rate, and the length-controlled win rate of AlpacaEval's length_controlled_v1
+GLM with our instruction-difficulty proxy; see analysis/ratings/winrate.py).
 
 By default only anonymous votes are used and votes flagged as identity leaks are dropped;
-records whose verdict could not be parsed are always dropped."""
+records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
+(winrate counts them per model as n_dropped).
+
+Formats read:
+""" + describe_formats()
 
 # Importers warn once per skipped item; a few show what happened without drowning the table.
 _SHOWN_WARNINGS = 3
 
 _EPILOG = """\
 --json prints {"method": ..., "ratings": [{"model", "rating", "lower", "upper", "rank", "n"},
-...]} (plus "coefficients" for bt-style).
+...]} (plus "coefficients" for bt-style); for winrate {"method": "winrate", "baseline",
+"ratings": [{"model", "baseline", "win_rate", "standard_error", "lower", "upper",
+"discrete_win_rate", "n", "n_dropped", "lc_win_rate", "lc_standard_error", ...}, ...]},
+rates in percent.
 
 examples:
   python -m analysis.ratings --votes votes.jsonl
   python -m analysis.ratings --votes ../shared/data/pandalm --judge human --bootstrap 1000 --json
-  python -m analysis.ratings --votes battles.json --method elo-avg --k 4 --permutations 100"""
+  python -m analysis.ratings --votes battles.json --method elo-avg --k 4 --permutations 100
+  python -m analysis.ratings --votes ../shared/data/alpaca_eval/*.annotations.json --method winrate --json"""
 
 
 def _anchor(text: str) -> tuple[str, float]:
@@ -64,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--votes", nargs="+", required=True, metavar="FILE", help="vote/verdict files or folders")
-    parser.add_argument("--method", choices=sorted(METHODS), default="bt", help="rating method (default: bt)")
+    parser.add_argument("--method", choices=sorted([*METHODS, WINRATE]), default="bt",
+                        help="rating method (default: bt)")
     parser.add_argument("--bootstrap", type=int, default=0, metavar="N", help="bootstrap rounds for the intervals")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of random orders (default 0)")
     parser.add_argument("--judge", metavar="NAME", help="only this judge id; 'human' means every human judge")
@@ -73,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--include-named", action="store_true", help="also use votes cast with model names shown")
     parser.add_argument("--include-leaks", action="store_true", help="also use votes flagged as identity leaks")
     parser.add_argument("--level", type=float, default=0.95, help="interval coverage (default 0.95)")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip rows that cannot be read (a few shown) instead of stopping at the first")
     bt = parser.add_argument_group("Bradley-Terry (bt, bt-davidson)")
     bt.add_argument("--ties", choices=["half", "davidson"], help="tie model for bt (default half a win)")
     bt.add_argument("--anchor", type=_anchor, metavar="MODEL=RATING", help="pin one model's rating")
@@ -85,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     elo = parser.add_argument_group("online Elo (elo, elo-avg)")
     elo.add_argument("--k", type=float, help="K-factor (default 4, as FastChat)")
     elo.add_argument("--permutations", type=int, help="random orders averaged by elo-avg (default 100)")
+    win = parser.add_argument_group("win rate against a baseline (winrate)")
+    win.add_argument("--baseline", metavar="MODEL", help="the baseline (default: the one model in every battle; "
+                     "needed when there are only two models)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -95,9 +121,10 @@ def _options(args: argparse.Namespace) -> dict:
         "bt-davidson": ("anchor", "ci", "l2", "strong_weight"),
         "elo": ("k",),
         "elo-avg": ("k", "permutations"),
+        WINRATE: ("baseline",),
     }.get(args.method, ())
     options = {"level": args.level}
-    for name in ("ties", "anchor", "ci", "l2", "k", "permutations", "strong_weight"):
+    for name in ("ties", "anchor", "ci", "l2", "k", "permutations", "strong_weight", "baseline"):
         value = getattr(args, name)
         if value is None:
             continue
@@ -110,17 +137,36 @@ def _options(args: argparse.Namespace) -> dict:
 
 def render(result: RatingTable, n_battles: int) -> str:
     """A plain-text leaderboard."""
+    import pandas as pd
+
     lines = [f"method: {result.method}   battles: {n_battles}   interval: {result.interval}", ""]
     width = max(5, *(len(m) for m in result.table["model"]))
     lines.append(f"{'rank':>4}  {'model':<{width}}  {'rating':>8}  {'lower':>8}  {'upper':>8}  {'n':>7}")
     for row in result.table.itertuples(index=False):
         lines.append(
-            f"{row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
+            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
         )
     if result.coefficients is not None:
         lines += ["", "style coefficients (log-odds per standard deviation):"]
         for row in result.coefficients.itertuples(index=False):
             lines.append(f"  {row.name:<8} {row.coef:+.3f}  [{row.lower:+.3f}, {row.upper:+.3f}]")
+    return "\n".join(lines)
+
+
+def render_winrate(result) -> str:
+    """A plain-text win-rate table (percent)."""
+    table = result.table
+    width = max(5, *(len(m) for m in table["model"]))
+    level = f"{result.level:.0%}"
+    lines = [f"method: winrate   baseline: {result.baseline}   intervals: Wald {level}", "",
+             f"{'model':<{width}}  {'win rate':>8}  {'se':>5}  {'lower':>6}  {'upper':>6}  {'discrete':>8}  "
+             f"{'LC':>6}  {'LC se':>5}  {'n':>6}  {'dropped':>7}"]
+    for row in table.to_dict(orient="records"):
+        lines.append(
+            f"{row['model']:<{width}}  {row['win_rate']:8.2f}  {row['standard_error']:5.2f}  {row['lower']:6.2f}  "
+            f"{row['upper']:6.2f}  {row['discrete_win_rate']:8.2f}  {row.get('lc_win_rate', float('nan')):6.2f}  "
+            f"{row.get('lc_standard_error', float('nan')):5.2f}  {row['n']:>6}  {row['n_dropped']:>7}"
+        )
     return "\n".join(lines)
 
 
@@ -138,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                 anonymous_only=not args.include_named,
                 exclude_leaks=not args.include_leaks,
                 categories=args.category,
+                skip_bad=args.skip_bad,
+                with_failures=args.method == WINRATE,
             )
         for warning in caught[:_SHOWN_WARNINGS]:
             print(f"warning: {warning.message}", file=sys.stderr)
@@ -145,9 +193,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
         if frame.empty:
             raise ValueError("no battles left after filtering")
-        result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options)
+        if args.method == WINRATE:
+            from .winrate import win_rates
+
+            if args.bootstrap:
+                raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
+            result = win_rates(frame, options.get("baseline"), level=args.level)
+        else:
+            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(result.to_dict(), indent=2) if args.json else render(result, len(frame)))
+    for warning in getattr(result, "warnings", ()):
+        print(f"warning: {warning}", file=sys.stderr)
+    # allow_nan=False: JSON has no Infinity or NaN; to_dict already writes them as null.
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    elif args.method == WINRATE:
+        print(render_winrate(result))
+    else:
+        print(render(result, len(frame)))
     return 0

@@ -4,18 +4,23 @@ Every Bradley-Terry likelihood here depends on the battles only through, for eac
 ``i < j``, the number of wins of ``i``, wins of ``j`` and ties. Aggregating first makes a
 fit cost O(pairs) = O(models^2) instead of O(battles), and makes the multinomial bootstrap
 a resampling of a few thousand cells instead of millions of battles.
+
+Battles that are not independent, e.g. three people voting on one pair or a judge seeing
+both orders of it, are grouped into clusters (``groups``, the records' ``pair_id``): the
+counts then also keep, per cluster, how many of its battles fell in each cell
+(:class:`Clusters`), which is all the cluster-robust sandwich and the cluster bootstrap need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import scipy.sparse
 
-__all__ = ["PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
+__all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
 
 # Outcome codes; "tie (bothbad)" is a tie, as in FastChat's Elo code.
 WIN_A, WIN_B, TIE = 0, 1, 2
@@ -29,6 +34,8 @@ class PairCounts:
     ``wins_i``, ``wins_j``, ``ties`` have shape ``(pairs,)`` (or ``(rounds, pairs)`` for
     bootstrap replicates); they are floats because battles may carry weights.
     ``n_battles`` counts the (unweighted) battles each model took part in.
+    ``clusters`` (None: every battle is its own cluster) says which cluster each battle's
+    cell count belongs to, the cells ordered as :attr:`cells`.
     """
 
     models: pd.Index
@@ -38,6 +45,7 @@ class PairCounts:
     wins_j: np.ndarray
     ties: np.ndarray
     n_battles: np.ndarray
+    clusters: Clusters | None = None
 
     @property
     def n_models(self) -> int:
@@ -47,20 +55,98 @@ class PairCounts:
     def totals(self) -> np.ndarray:
         return self.wins_i + self.wins_j + self.ties
 
-    def incidence(self) -> scipy.sparse.csr_matrix:
-        """Sparse ``(pairs, models)`` matrix with +1 at ``i`` and -1 at ``j`` per row.
+    @property
+    def cells(self) -> np.ndarray:
+        """Counts per cell, pair by pair (wins of i, wins of j, ties): ``(3 pairs,)`` (or per round)."""
+        return np.stack([self.wins_i, self.wins_j, self.ties], axis=-1).reshape(*self.wins_i.shape[:-1], -1)
 
-        ``x @ incidence`` scatters per-pair quantities onto models (a gradient), in
-        O(pairs) memory where a dense matrix would need pairs x models.
+    @property
+    def n_clusters(self) -> int:
+        return int(round(self.totals.sum())) if self.clusters is None else self.clusters.n
+
+    def cell_products(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``sum over clusters of c c^T`` for each cluster's cell counts ``c``, as COO
+        ``(rows, columns, values)`` (repeated entries add up).
+
+        The middle of a cluster-robust sandwich is ``S^T (this) S`` for per-battle scores
+        ``S`` (cells x parameters): battles of one cluster add their scores before squaring
+        (Liang & Zeger 1986). Without clusters it is the diagonal of the cell counts.
         """
+        if self.clusters is None:
+            cells = self.cells
+            return np.arange(len(cells)), np.arange(len(cells)), cells
+        return self.clusters.products()
+
+    def incidence(self) -> Incidence:
+        """The ``(pairs, models)`` matrix with +1 at ``i`` and -1 at ``j`` per row."""
+        return Incidence(self.i, self.j, self.n_models)
+
+    def with_counts(self, wins_i: np.ndarray, wins_j: np.ndarray, ties: np.ndarray) -> PairCounts:
+        return PairCounts(self.models, self.i, self.j, wins_i, wins_j, ties, self.n_battles, self.clusters)
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Cell counts per cluster as entries sorted by cluster: cluster ``code[k]`` has
+    ``weight[k]`` battles in cell ``cell[k]``; ``n`` clusters in all. Plain numpy arrays
+    (a sparse ``(clusters, cells)`` matrix), so a fit needs no scipy.sparse import."""
+
+    code: np.ndarray
+    cell: np.ndarray
+    weight: np.ndarray
+    n: int
+
+    def products(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """COO entries of ``sum_c c c^T``: every pair of entries within one cluster."""
+        sizes = np.bincount(self.code, minlength=self.n)
+        starts = np.cumsum(sizes) - sizes
+        per_entry = sizes[self.code]
+        first = np.repeat(np.arange(len(self.code)), per_entry)
+        offset = np.arange(len(first)) - np.repeat(np.cumsum(per_entry) - per_entry, per_entry)
+        second = starts[self.code[first]] + offset
+        return self.cell[first], self.cell[second], self.weight[first] * self.weight[second]
+
+
+@dataclass(frozen=True)
+class Incidence:
+    """The ``(pairs, models)`` incidence matrix, kept as its two index arrays.
+
+    Only its transpose is ever applied: ``incidence.T @ x`` scatters per-pair quantities
+    onto models (a gradient), for ``x`` of shape ``(pairs,)`` (a fit: ``np.bincount``) or
+    ``(pairs, k)`` (a batch of bootstrap rounds: a scipy.sparse product, several times
+    faster there). scipy.sparse is imported only for batches: its import is a quarter of a
+    rating run's start-up.
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    n_models: int
+
+    @property
+    def T(self) -> _Scatter:  # noqa: N802 (matrix notation)
+        return _Scatter(self)
+
+    @cached_property
+    def sparse(self):
+        import scipy.sparse
+
         rows = np.arange(len(self.i))
         return scipy.sparse.csr_matrix(
             (np.r_[np.ones(len(rows)), -np.ones(len(rows))], (np.r_[rows, rows], np.r_[self.i, self.j])),
             shape=(len(rows), self.n_models),
         )
 
-    def with_counts(self, wins_i: np.ndarray, wins_j: np.ndarray, ties: np.ndarray) -> PairCounts:
-        return PairCounts(self.models, self.i, self.j, wins_i, wins_j, ties, self.n_battles)
+
+@dataclass(frozen=True)
+class _Scatter:
+    incidence: Incidence
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.ndim == 1:
+            i, j, m = self.incidence.i, self.incidence.j, self.incidence.n_models
+            return np.bincount(i, x, m) - np.bincount(j, x, m)
+        return self.incidence.sparse.T @ x
 
 
 def encode_winners(winner: Sequence[str] | np.ndarray | pd.Series) -> np.ndarray:
@@ -86,9 +172,11 @@ def _encode_models(model_a, model_b) -> tuple[np.ndarray, np.ndarray, pd.Index]:
     return models.get_indexer(uniq_a)[codes_a], models.get_indexer(uniq_b)[codes_b], models
 
 
-def aggregate(model_a, model_b, winner, weights=None) -> PairCounts:
+def aggregate(model_a, model_b, winner, weights=None, groups=None) -> PairCounts:
     """Count wins and ties per unordered pair of models (models sorted by name).
 
+    ``groups`` (e.g. the ``pair_id`` of each battle; a missing value is a cluster of its
+    own) marks battles that are not independent of each other: see :class:`Clusters`.
     Self-battles (``model_a == model_b``) carry no information about ratings and raise.
     """
     a, b, models = _encode_models(model_a, model_b)
@@ -115,6 +203,9 @@ def aggregate(model_a, model_b, winner, weights=None) -> PairCounts:
     ties = ordered[i, j, TIE] + ordered[j, i, TIE]
     # A pair never compared, or whose battles all weigh zero, says nothing and is left out.
     seen = (wins_i + wins_j + ties) > 0
+    clusters = None
+    if groups is not None:
+        clusters = _clusters(a, b, outcome, w, groups, m, i[seen] * m + j[seen])
     return PairCounts(
         models=models,
         i=i[seen],
@@ -123,4 +214,27 @@ def aggregate(model_a, model_b, winner, weights=None) -> PairCounts:
         wins_j=wins_j[seen],
         ties=ties[seen],
         n_battles=n_battles,
+        clusters=clusters,
     )
+
+
+def _clusters(a, b, outcome, w, groups, m: int, kept: np.ndarray) -> Clusters:
+    """The :class:`Clusters` of battles coded ``a, b, outcome`` with pairs ``kept`` (i m + j)."""
+    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
+    if len(codes) != len(a):
+        raise ValueError("groups must have one value per battle")
+    alone = codes < 0  # a battle without a group is a cluster of its own
+    codes[alone] = len(uniques) + np.arange(alone.sum())
+    position = np.full(m * m, -1)
+    position[kept] = np.arange(len(kept))
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    # Seen from the lower-index model: A's win is its win when it was shown first.
+    column = np.where(outcome == TIE, 2, np.where((outcome == WIN_A) == (a < b), 0, 1))
+    cell = position[low * m + high] * 3 + column
+    weight = np.ones(len(a)) if w is None else w
+    used = (cell >= 0) & (weight != 0)  # a pair whose battles all weigh zero was left out
+    n_cells = 3 * len(kept)
+    # Sum repeated (cluster, cell) entries and sort by cluster: one key per entry.
+    key, inverse = np.unique(codes[used].astype(np.int64) * n_cells + cell[used], return_inverse=True)
+    total = np.bincount(inverse.ravel(), weight[used], len(key))
+    return Clusters(code=key // n_cells, cell=key % n_cells, weight=total, n=int(codes.max(initial=-1)) + 1)

@@ -5,10 +5,13 @@ by any tie parameters. Every function accepts one parameter vector with counts o
 ``(pairs,)``, and the gradient also a batch ``(rounds, q)`` with counts ``(rounds, pairs)``,
 so the bootstrap can take one step for all replicates at once.
 
-``information`` is the negative Hessian (observed Fisher information); ``meat`` is the sum
-over battles of the outer product of per-battle scores, the middle of the sandwich
-``I^-1 B I^-1`` (Huber 1967; White 1982, eq. 2.1). Both are Laplacian-shaped in the
-``theta`` block, because a battle's score is ``s * (e_i - e_j)``.
+``information`` is the negative Hessian (observed Fisher information). :func:`meat` is the
+middle of the sandwich ``I^-1 B I^-1`` (Huber 1967; White 1982, eq. 2.1): the sum over
+clusters of the outer product of each cluster's summed per-battle scores (Liang & Zeger
+1986), so votes of several people on one pair, or one judge's verdicts on both orders,
+count as the one piece of evidence they are; with one battle per cluster it is the plain
+sum over battles. A battle's score is ``s * (e_i - e_j)`` in the ``theta`` block, with
+``s`` depending only on the pair and the outcome (:meth:`outcome_scores`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,10 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
-import scipy.sparse
 
-from .counts import PairCounts
+from .counts import Incidence, PairCounts
 
-__all__ = ["Davidson", "HalfTie", "PairLikelihood", "LIKELIHOODS"]
+__all__ = ["Davidson", "HalfTie", "PairLikelihood", "LIKELIHOODS", "meat"]
 
 
 def _laplacian(counts: PairCounts, weight: np.ndarray) -> np.ndarray:
@@ -33,7 +35,7 @@ def _laplacian(counts: PairCounts, weight: np.ndarray) -> np.ndarray:
     return out
 
 
-def _scatter(per_pair: np.ndarray, incidence: scipy.sparse.csr_matrix) -> np.ndarray:
+def _scatter(per_pair: np.ndarray, incidence: Incidence) -> np.ndarray:
     """``sum_k per_pair_k (e_i - e_j)`` for a vector or each row of a batch."""
     if per_pair.ndim == 1:
         return incidence.T @ per_pair
@@ -51,9 +53,31 @@ class PairLikelihood(Protocol):
 
     def start(self, counts: PairCounts) -> np.ndarray: ...
     def loglik(self, params: np.ndarray, counts: PairCounts) -> float: ...
-    def gradient(self, params: np.ndarray, counts: PairCounts, incidence: scipy.sparse.csr_matrix) -> np.ndarray: ...
+    def gradient(self, params: np.ndarray, counts: PairCounts, incidence: Incidence) -> np.ndarray: ...
     def information(self, params: np.ndarray, counts: PairCounts) -> np.ndarray: ...
-    def meat(self, params: np.ndarray, counts: PairCounts) -> np.ndarray: ...
+    def outcome_scores(self, params: np.ndarray, counts: PairCounts) -> tuple[np.ndarray, np.ndarray]:
+        """Per-battle scores by pair and outcome (i wins, j wins, tie): the ``theta`` gap part
+        ``(pairs, 3)`` and the tie-parameter part ``(pairs, 3, len(extra))``."""
+        ...
+
+
+def meat(likelihood: PairLikelihood, params: np.ndarray, counts: PairCounts) -> np.ndarray:
+    """``sum_c g_c g_c^T`` over clusters ``c`` of summed per-battle scores ``g_c`` (dense, q x q).
+
+    With ``W = sum_c c c^T`` over the clusters' cell counts (:meth:`.PairCounts.cell_products`)
+    and the per-battle score ``s_k`` of cell ``k``, this is ``sum_kl W_kl s_k s_l^T``; a
+    cell's score has two ``theta`` entries (+-gap at i and j) and the tie parameters'.
+    """
+    gap, extra = likelihood.outcome_scores(params, counts)
+    m, n_extra = counts.n_models, extra.shape[-1]
+    q = m + n_extra
+    pair = np.arange(3 * len(counts.i)) // 3
+    index = np.column_stack([counts.i[pair], counts.j[pair], np.broadcast_to(m + np.arange(n_extra), (len(pair), n_extra))])
+    value = np.column_stack([gap.ravel(), -gap.ravel(), extra.reshape(len(pair), n_extra)])
+    rows, cols, weight = counts.cell_products()
+    flat = (index[rows][:, :, None] * q + index[cols][:, None, :]).ravel()
+    contribution = (weight[:, None, None] * value[rows][:, :, None] * value[cols][:, None, :]).ravel()
+    return np.bincount(flat, contribution, q * q).reshape(q, q)
 
 
 class HalfTie:
@@ -84,10 +108,9 @@ class HalfTie:
         p = 1.0 / (1.0 + np.exp(-_diff(params, counts)))
         return _laplacian(counts, counts.totals * p * (1.0 - p))
 
-    def meat(self, params, counts):
+    def outcome_scores(self, params, counts):
         p = 1.0 / (1.0 + np.exp(-_diff(params, counts)))
-        squared = counts.wins_i * (1 - p) ** 2 + counts.wins_j * p**2 + counts.ties * (0.5 - p) ** 2
-        return _laplacian(counts, squared)
+        return np.stack([1 - p, -p, 0.5 - p], axis=-1), np.zeros((len(p), 3, 0))
 
 
 class Davidson:
@@ -144,21 +167,11 @@ class Davidson:
             float(np.sum(n * (p_t - p_t**2))),
         )
 
-    def meat(self, params, counts):
+    def outcome_scores(self, params, counts):
         _, _, p_i, p_j, p_t, _ = self._probs(params, counts)
         half_gap = (p_i - p_j) / 2
-        # Per-battle score (d/dtheta-gap, d/dlog nu) for each outcome.
-        scores = (
-            (counts.wins_i, 0.5 - half_gap, -p_t),
-            (counts.wins_j, -0.5 - half_gap, -p_t),
-            (counts.ties, -half_gap, 1 - p_t),
-        )
-        return self._assemble(
-            counts,
-            sum(c * sd**2 for c, sd, _ in scores),
-            sum(c * sd * se for c, sd, se in scores),
-            float(sum(np.sum(c * se**2) for c, _, se in scores)),
-        )
+        gap = np.stack([0.5 - half_gap, -0.5 - half_gap, -half_gap], axis=-1)
+        return gap, np.stack([-p_t, -p_t, 1 - p_t], axis=-1)[..., None]
 
 
 LIKELIHOODS: dict[str, type] = {"half": HalfTie, "davidson": Davidson}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.optimize
 
 __all__ = ["reference_bradley_terry"]
 
@@ -29,6 +28,8 @@ def reference_bradley_terry(model_a, model_b, winner) -> pd.Series:
         theta = np.r_[0.0, free]
         d = theta[a] - theta[b]
         return float(-np.sum(y * d - np.logaddexp(0.0, d)))
+
+    import scipy.optimize  # the slow twin only; kept off the CLI's start-up
 
     result = scipy.optimize.minimize(negative_loglik, np.zeros(len(models) - 1), method="BFGS", options={"gtol": 1e-10})
     theta = np.r_[0.0, result.x]

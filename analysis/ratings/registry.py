@@ -8,10 +8,12 @@ which every rating carries an interval:
 method         rating                                       interval (95% by default)
 =============  ===========================================  ===============================
 bt             Bradley-Terry MLE, ties = half a win         sandwich Wald; bootstrap
-                                                            percentile when bootstrap > 0
+                                                            percentile when bootstrap > 0;
+                                                            both clustered by ``pair_id``
 bt-davidson    Bradley-Terry with Davidson's tie parameter  as bt
-bt-style       BT with Chatbot Arena style covariates       sandwich (HC0) Wald; bootstrap
-                                                            percentile when bootstrap > 0
+bt-style       BT with Chatbot Arena style covariates,      sandwich Wald; bootstrap
+               FastChat's ridge (reg 0.5)                   percentile when bootstrap > 0;
+                                                            both clustered by ``pair_id``
 elo            online Elo in the frame's order              bootstrap percentile over
                                                             resampled battles (100 rounds
                                                             when bootstrap = 0: online Elo
@@ -22,6 +24,13 @@ trueskill      TrueSkill posterior mean                     mu +- z sigma (poste
                                                             bootstrap percentile when
                                                             bootstrap > 0
 =============  ===========================================  ===============================
+
+Votes on one pair are not independent (several people judge the same two texts; a judge
+sees both orders), so where the frame has a ``pair_id`` column the intervals of bt,
+bt-davidson and bt-style treat each ``pair_id`` as one cluster: the sandwich sums scores
+within a pair, the bootstrap resamples whole pairs. Online Elo's bootstrap intervals
+shrink for sparsely sampled models (a model with a few battles barely moves from its
+start), so its tables carry a warning; use bt for intervals.
 
 Graded verdicts: with ``strong_weight=W`` (bt, bt-davidson) a battle whose ``strength``
 is 2 or more (Arena-Hard's ``A>>B``) counts W times, as Arena-Hard-Auto counts strong
@@ -38,14 +47,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
 from .elo import online_elo, random_orders
-from .style import fit_style_bt, frame_covariates
-from .table import RatingTable, make_table
+from .style import MIN_STYLE_PAIRS, STYLE_REG, fit_style_bt, frame_covariates, style_support
+from .table import RatingTable, make_table, z_two_sided
 from .trueskill_ratings import run_trueskill, to_elo_factor
 
 __all__ = ["METHODS", "rate", "register"]
@@ -73,10 +81,10 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     ``bootstrap`` rounds (seeded by ``seed``) give percentile intervals; ``options`` go to
     the method: ``ties``, ``anchor``, ``l2``, ``ci``, ``level``, ``strong_weight`` (bt); ``k``, ``base``,
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
-    ``draw_probability`` (trueskill); ``level`` (all).
+    ``draw_probability`` (trueskill); ``reg`` (bt-style: the ridge, 0 for plain ML); ``level`` (all).
 
-    Rows with a ``parse_error`` (a judge verdict that could not be read; its ``winner`` is
-    a placeholder) are left out, whoever built the frame.
+    Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
+    are left out, whoever built the frame.
     """
     if method not in METHODS:
         raise ValueError(f"unknown rating method {method!r}; choose from {', '.join(sorted(METHODS))}")
@@ -85,7 +93,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     missing = {"model_a", "model_b", "winner"} - set(frame.columns)
     if missing:
         raise ValueError(f"the frame lacks columns {sorted(missing)}")
-    if "parse_error" in frame.columns:
+    if "parse_error" in frame.columns and frame["parse_error"].notna().any():
         frame = frame[frame["parse_error"].isna().to_numpy()]
     if frame.empty:
         raise ValueError("no battles to rate")
@@ -112,23 +120,40 @@ def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
     return np.where(strength >= 2, float(strong_weight), 1.0)
 
 
+def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
+    """The clusters of a battle frame: its ``pair_id`` column where it has one."""
+    return frame["pair_id"] if "pair_id" in frame.columns else None
+
+
+def _clustering(counts) -> str:
+    if counts.clusters is None:
+        return "every vote independent (no pair_id)"
+    return f"clustered by pair_id ({counts.n_clusters} pairs)"
+
+
 def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
         strong_weight=None):
     weights = None if strong_weight is None else strength_weights(frame, strong_weight)
-    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights)
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=pair_groups(frame))
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
     rating = fit.elo(anchor).to_numpy()
     if ci == "bootstrap":
         if not bootstrap:
             raise ValueError("ci='bootstrap' needs bootstrap > 0 rounds")
-        thetas = bootstrap_params(fit, bootstrap, seed=seed)[:, : counts.n_models]
+        replicates = bootstrap_params(fit, bootstrap, seed=seed)
+        thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
         lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} multinomial rounds, seed {seed}"
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {_clustering(counts)}"
+        if replicates.n_prior:
+            interval += (
+                f"; {replicates.n_prior} rounds in which a model only won or only lost were fitted with a "
+                f"N(0, 10^2) prior on log-strengths"
+            )
     else:
         lower, upper = fit.elo_intervals(anchor, kind=ci, level=level)
-        interval = f"{ci} Wald {level:.0%}"
+        interval = f"{ci} Wald {level:.0%}, {_clustering(counts)}"
     return make_table(name, counts.models, rating, lower, upper, counts.n_battles, interval=interval)
 
 
@@ -196,7 +221,14 @@ def _elo(
     lower, upper = _percentiles(samples, level)
     interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams, seed {seed}"
     n_battles = _battles_per_model(frame, models)
-    return make_table(name, models, rating, lower, upper, n_battles, interval=interval)
+    return make_table(name, models, rating, lower, upper, n_battles, interval=interval, warnings=(ELO_WARNING,))
+
+
+ELO_WARNING = (
+    "online Elo bootstrap intervals understate the uncertainty of sparsely sampled models (a model with few "
+    "battles barely moves from its starting rating in any resample, so its interval shrinks instead of "
+    "widening); read intervals from bt"
+)
 
 
 def _sizes(total: int, chunk: int) -> list[int]:
@@ -234,40 +266,72 @@ def _trueskill(
         lower, upper = _percentiles(samples, level)
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}"
     else:
-        half = float(norm.ppf(0.5 + level / 2)) * factor * sds
+        half = z_two_sided(level) * factor * sds
         lower, upper = rating - half, rating + half
         interval = f"posterior mu +- z sigma {level:.0%} (tau={tau})"
     return make_table("trueskill", models, rating, lower, upper, _battles_per_model(frame, models), interval=interval)
 
 
 @register("bt-style")
-def _bt_style(frame, *, bootstrap, seed, level=0.95):
+def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
     missing = {"response_a", "response_b"} - set(frame.columns)
     if missing or frame[["response_a", "response_b"]].isna().any().any():
         raise ValueError("bt-style needs the response_a and response_b texts of every battle")
     frame = frame.reset_index(drop=True)
     covariates = frame_covariates(frame)  # from the frame's style columns where it has them
-    fit = fit_style_bt(frame, covariates)
+    groups = pair_groups(frame)
+    fit = fit_style_bt(frame, covariates, reg=reg, groups=groups)
     m = len(fit.theta)
     point = np.r_[CENTRE + ELO_SCALE * fit.theta.to_numpy(), fit.coef.to_numpy()]
+    clusters = np.arange(len(frame)) if groups is None else pd.factorize(groups)[0]
+    clustering = "every vote independent (no pair_id)" if groups is None else f"clustered by pair_id ({clusters.max() + 1} pairs)"
+    ridge = f"ridge reg={reg:g} as FastChat's contextual BT" if reg else "no ridge"
     if bootstrap:
         rng = np.random.default_rng(seed)
+        members = pd.Series(np.arange(len(frame))).groupby(clusters).agg(list).to_numpy()
         samples = np.empty((bootstrap, len(point)))
         for r in range(bootstrap):
-            idx = rng.integers(0, len(frame), len(frame))
-            refit = fit_style_bt(frame.iloc[idx].reset_index(drop=True), covariates.iloc[idx].reset_index(drop=True))
-            refit_theta = refit.theta.reindex(fit.theta.index).to_numpy()
-            samples[r] = np.r_[CENTRE + ELO_SCALE * refit_theta, refit.coef.to_numpy()]
-        lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled battle sets, seed {seed}"
+            # Whole pairs are drawn: every vote of a drawn pair comes along.
+            idx = np.concatenate(members[rng.integers(0, len(members), len(members))])
+            refit = fit_style_bt(
+                frame.iloc[idx].reset_index(drop=True),
+                covariates.iloc[idx].reset_index(drop=True),
+                reg=reg,
+                models=fit.theta.index,
+            )
+            samples[r] = np.r_[CENTRE + ELO_SCALE * refit.theta.to_numpy(), refit.coef.reindex(fit.coef.index).to_numpy()]
+        # A model absent from a resample has no rating there (NaN): percentiles over the
+        # rounds that have it, none when most lack it, and the count stated.
+        known = np.isfinite(samples).sum(axis=0)
+        with np.errstate(all="ignore"):
+            tail = 100 * (1 - level) / 2
+            lower, upper = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
+        lower[known < bootstrap / 2] = upper[known < bootstrap / 2] = np.nan
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}, {ridge}"
+        if (known < bootstrap).any():
+            interval += f"; {int(bootstrap - known.min())} rounds lacked a model and were left out for it"
     else:
         se = np.sqrt(np.clip(np.diag(fit.covariance), 0, None))
         se[:m] *= ELO_SCALE
-        half = float(norm.ppf(0.5 + level / 2)) * se
+        half = z_two_sided(level) * se
         lower, upper = point - half, point + half
-        interval = f"sandwich (HC0) Wald {level:.0%}"
+        interval = f"sandwich Wald {level:.0%}, {clustering}, {ridge}"
+    support = style_support(frame, groups).reindex(fit.coef.index)
     coefficients = pd.DataFrame(
-        {"name": fit.coef.index, "coef": point[m:], "lower": lower[m:], "upper": upper[m:]}
+        {
+            "name": fit.coef.index,
+            "coef": point[m:],
+            "lower": lower[m:],
+            "upper": upper[m:],
+            "n_pairs": support.to_numpy(dtype=np.int64),
+            "sparse": (support < MIN_STYLE_PAIRS).to_numpy(),
+        }
+    )
+    warnings = tuple(
+        f"style element {name!r} differs between the two responses in only {n} pairs (< {MIN_STYLE_PAIRS}): "
+        "its coefficient rests on those pairs alone"
+        for name, n in support.items()
+        if n < MIN_STYLE_PAIRS
     )
     return make_table(
         "bt-style",
@@ -278,4 +342,5 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95):
         _battles_per_model(frame, fit.theta.index),
         interval=interval,
         coefficients=coefficients,
+        warnings=warnings,
     )

@@ -21,8 +21,12 @@ sec. 3, eq. 2): per model, a logistic GLM of "beats the baseline" on
 difference, ``sigmoid(intercept)``. The instruction-difficulty term of their eq. 2 needs
 many models judged on the same instructions and is left out.
 
-Both regressions use statsmodels' binomial GLM with ties as y = 1/2 (a quasi-likelihood),
-so standard errors are the sandwich (HC0) ones.
+Style control matches FastChat's ``fit_contextual_bt`` by default: every parameter carries
+its ridge (``reg`` = 0.5, :data:`STYLE_REG`), which keeps a style element seen in a few pairs
+from taking a large coefficient; ``reg=0`` gives the plain MLE. Both regressions count a tie
+as y = 1/2 (a quasi-likelihood), so standard errors are sandwich ones, clustered by
+``pair_id`` where battles carry one (votes on one pair are not independent). A style element
+whose responses differ in fewer than :data:`MIN_STYLE_PAIRS` pairs is flagged.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import pandas as pd
 from .threads import one_blas_thread
 
 __all__ = [
+    "MIN_STYLE_PAIRS",
+    "STYLE_REG",
     "STYLE_COLUMNS",
     "STYLE_FEATURES",
     "LengthControlledWinRate",
@@ -48,6 +54,7 @@ __all__ = [
     "style_counts",
     "style_covariates",
     "style_features",
+    "style_support",
 ]
 
 STYLE_FEATURES = ("length", "headers", "lists", "bold")
@@ -186,13 +193,18 @@ def add_style_features(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**dict(zip(STYLE_COLUMNS, np.hstack([fa, fb]).T)))
 
 
-def frame_covariates(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`style_covariates` of a battle frame, from its stored counts where it has them."""
+def _frame_counts(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Style counts of response A and of response B, stored ones where the frame has them."""
     if set(STYLE_COLUMNS) <= set(frame.columns):
         counts = frame[list(STYLE_COLUMNS)].to_numpy(dtype=float)
         k = len(STYLE_FEATURES)
-        return _standardised(counts[:, :k], counts[:, k:])
-    return style_covariates(frame["response_a"], frame["response_b"])
+        return counts[:, :k], counts[:, k:]
+    return _pair_features(frame["response_a"], frame["response_b"])
+
+
+def frame_covariates(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`style_covariates` of a battle frame, from its stored counts where it has them."""
+    return _standardised(*_frame_counts(frame))
 
 
 def style_covariates(response_a, response_b) -> pd.DataFrame:
@@ -220,74 +232,148 @@ def _outcomes(winner) -> np.ndarray:
         raise ValueError(f"unknown winner value {exc.args[0]!r}") from None
 
 
+# FastChat's fit_contextual_bt: loss = -loglik + (reg / 2) |params|^2 with reg = 0.5, its
+# ratings on a log10 scale (logit = ln 10 * (r_a - r_b)) and style terms on the logit scale.
+STYLE_REG = 0.5
+# A style element whose two responses differ in fewer pairs than this is flagged: its
+# coefficient rests on a handful of pairs, whatever its interval says.
+MIN_STYLE_PAIRS = 20
+
+
 @dataclass(frozen=True)
 class StyleFit:
     """Style-controlled BT: centred log-strengths and style coefficients (log-odds per SD).
 
-    ``covariance`` is the HC0 sandwich covariance of ``np.r_[theta, coef]``.
+    ``covariance`` is the sandwich covariance of ``np.r_[theta, coef]`` (the ridge's
+    penalised information as bread), clustered by ``groups`` when the fit had them.
+    ``reg`` is the ridge weight in FastChat's units (0 = plain maximum likelihood).
     """
 
     theta: pd.Series
     coef: pd.Series
     covariance: np.ndarray
+    reg: float = STYLE_REG
 
 
-def _design(frame: pd.DataFrame, models: pd.Index, covariates: pd.DataFrame) -> np.ndarray:
+def _indicators(frame: pd.DataFrame, models: pd.Index) -> np.ndarray:
     n, m = len(frame), len(models)
-    indicators = np.zeros((n, m))
+    out = np.zeros((n, m))
     rows = np.arange(n)
-    indicators[rows, models.get_indexer(frame["model_a"])] = 1.0
-    indicators[rows, models.get_indexer(frame["model_b"])] = -1.0
-    # The first model is the reference (theta = 0) so the design has full rank.
-    return np.hstack([indicators[:, 1:], covariates.to_numpy()])
+    out[rows, models.get_indexer(frame["model_a"])] = 1.0
+    out[rows, models.get_indexer(frame["model_b"])] = -1.0
+    return out
 
 
 def _independent(frame: pd.DataFrame, models: pd.Index, covariates: pd.DataFrame) -> pd.DataFrame:
     """Drop style columns that are linear combinations of the models and earlier columns.
 
     E.g. when every answer with a header also has exactly one bold span, their effects
-    cannot be told apart and the regression would be singular; the first one is kept.
+    cannot be told apart and the unpenalised regression would be singular; the first one
+    is kept. (The ridge identifies them, so only ``reg=0`` needs this.)
     """
     kept: list[str] = []
+    indicators = _indicators(frame, models)[:, 1:]  # one model is the reference: full rank
     for name in covariates.columns:
-        design = _design(frame, models, covariates[kept + [name]])
+        design = np.hstack([indicators, covariates[kept + [name]].to_numpy()])
         if np.linalg.matrix_rank(design) == design.shape[1]:
             kept.append(name)
     return covariates[kept]
 
 
-def fit_style_bt(frame: pd.DataFrame, covariates: pd.DataFrame | None = None, start=None) -> StyleFit:
+def fit_style_bt(
+    frame: pd.DataFrame,
+    covariates: pd.DataFrame | None = None,
+    *,
+    reg: float = STYLE_REG,
+    groups=None,
+    models: pd.Index | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> StyleFit:
     """Fit style-controlled Bradley-Terry to battles with responses (see module docstring).
 
-    Style columns that are collinear with others are left out (:func:`_independent`), so
-    ``coef`` may hold fewer elements than ``covariates``.
+    The objective is FastChat's: the Bernoulli log-likelihood (a tie is y = 1/2) minus
+    ``reg / 2`` times the squared norm of the parameters in its units (ratings on the
+    log10 scale, style terms on the logit scale), maximised here by Newton's method.
+    ``groups`` (one per battle, e.g. ``pair_id``) cluster the sandwich covariance.
+    ``models`` fixes the rated models (a bootstrap resample may lack some: their rows are
+    NaN). With ``reg=0`` collinear style columns are left out (:func:`_independent`), so
+    ``coef`` may hold fewer elements than ``covariates``. Raises ``RuntimeError`` when
+    Newton does not converge, e.g. an unpenalised fit with a model that never lost.
     """
-    import statsmodels.api as sm
-
     if covariates is None:
         covariates = frame_covariates(frame)
-    models = pd.Index(pd.concat([frame["model_a"], frame["model_b"]]).unique()).sort_values()
-    m = len(models)
+    present = pd.Index(pd.concat([frame["model_a"], frame["model_b"]]).unique()).sort_values()
+    models = present if models is None else models
     y = _outcomes(frame["winner"])
-    # Battles x (models + 4) matrices: too narrow for BLAS threads to pay (see .threads).
     with one_blas_thread():
-        covariates = _independent(frame, models, covariates)
-        model = sm.GLM(y, _design(frame, models, covariates), family=sm.families.Binomial())
-        result = model.fit(cov_type="HC0", start_params=start)
-        if not result.converged:
+        if reg == 0:
+            covariates = _independent(frame, present, covariates)
+        fit_models = present
+        m, k = len(fit_models), covariates.shape[1]
+        design = np.hstack([_indicators(frame, fit_models), covariates.to_numpy()])
+        penalty = np.r_[np.full(m, reg / np.log(10.0) ** 2), np.full(k, reg)]
+        # Without a ridge only differences of theta are identified: the lift (1 on the
+        # theta block, outer product) fixes their mean at 0 without touching the rest.
+        lift = np.zeros(m + k)
+        lift[:m] = 1.0
+        lift = np.outer(lift, lift) if reg == 0 else 0.0
+        params = np.zeros(m + k)
+        for _ in range(max_iter):
+            p = 1.0 / (1.0 + np.exp(-(design @ params)))
+            gradient = design.T @ (y - p) - penalty * params
+            information = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty)
+            step = np.linalg.solve(information + lift, gradient)
+            params = params + step
+            if np.max(np.abs(step)) < tol:
+                break
+            if np.max(np.abs(params[:m])) > 40:
+                raise RuntimeError("style-controlled Bradley-Terry fit diverges (a model only won or only lost); use reg > 0")
+        else:
             raise RuntimeError("style-controlled Bradley-Terry fit did not converge")
-        params = np.asarray(result.params)
-        # theta = C E beta: E puts the reference model back at 0, C centres.
-        embed = np.zeros((m + covariates.shape[1], len(params)))
-        embed[1:, :] = np.eye(len(params))
-        embed[:m] -= embed[:m].mean(axis=0)
-        full = embed @ params
-        cov = embed @ np.asarray(result.cov_params()) @ embed.T
+        p = 1.0 / (1.0 + np.exp(-(design @ params)))
+        information = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty)
+        bread = np.linalg.inv(information + lift) - (lift / m**2 if reg == 0 else 0.0)
+        scores = design * (y - p)[:, None]
+        if groups is not None:
+            codes = _cluster_codes(groups)
+            import scipy.sparse  # only here: a plain BT run starts faster without it
+
+            members = scipy.sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))))
+            scores = members @ scores  # each cluster's summed scores (Liang & Zeger 1986)
+        covariance = bread @ (scores.T @ scores) @ bread
+    # Report on the requested model index: models absent from these battles are NaN.
+    place = models.get_indexer(fit_models)
+    q = len(models) + k
+    full = np.full(q, np.nan)
+    full[place] = params[:m]
+    full[len(models) :] = params[m:]
+    cov = np.full((q, q), np.nan)
+    index = np.r_[place, len(models) + np.arange(k)]
+    cov[np.ix_(index, index)] = covariance
     return StyleFit(
-        theta=pd.Series(full[:m], index=models),
-        coef=pd.Series(full[m:], index=covariates.columns, dtype=float),
+        theta=pd.Series(full[: len(models)], index=models),
+        coef=pd.Series(full[len(models) :], index=covariates.columns, dtype=float),
         covariance=cov,
+        reg=reg,
     )
+
+
+def _cluster_codes(groups) -> np.ndarray:
+    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
+    alone = codes < 0  # a battle without a group is a cluster of its own
+    codes[alone] = len(uniques) + np.arange(alone.sum())
+    return codes
+
+
+def style_support(frame: pd.DataFrame, groups=None) -> pd.Series:
+    """Per style element: the number of pairs (``groups``, else battles) whose two responses differ in it."""
+    fa, fb = _frame_counts(frame)
+    differ = fa != fb
+    if groups is None:
+        return pd.Series(differ.sum(axis=0), index=list(STYLE_FEATURES))
+    codes = _cluster_codes(groups)
+    return pd.Series([len(np.unique(codes[differ[:, c]])) for c in range(differ.shape[1])], index=list(STYLE_FEATURES))
 
 
 @dataclass(frozen=True)
@@ -302,13 +388,15 @@ class LengthControlledWinRate:
 def length_controlled_winrate(frame: pd.DataFrame, baseline: str, *, level: float = 0.95) -> LengthControlledWinRate:
     """AlpacaEval's length-controlled win rate of every model against ``baseline``.
 
-    Intervals are Wald intervals on the intercept with sandwich (HC0) standard errors,
-    mapped through the sigmoid.
+    Intervals are Wald intervals on the intercept with sandwich standard errors (clustered
+    by ``pair_id`` where the frame has it), mapped through the sigmoid. A model whose GLM
+    does not converge or whose outcomes are (quasi-)separated, e.g. one that won every
+    battle, has no LC win rate: its row holds NaN and ``note`` says why, instead of a
+    1.0 [1.0, 1.0] that only reflects a diverged fit.
     """
-    import statsmodels.api as sm
-    from scipy.stats import norm
+    from .table import z_two_sided
 
-    z = float(norm.ppf(0.5 + level / 2))
+    z = z_two_sided(level)
     involved = frame[(frame["model_a"] == baseline) | (frame["model_b"] == baseline)]
     if involved.empty:
         raise ValueError(f"no battles against the baseline {baseline!r}")
@@ -319,6 +407,7 @@ def length_controlled_winrate(frame: pd.DataFrame, baseline: str, *, level: floa
     length_a = _lengths(involved["response_a"])
     length_b = _lengths(involved["response_b"])
     delta = np.where(baseline_first, length_b - length_a, length_a - length_b)
+    groups = _cluster_codes(involved["pair_id"] if "pair_id" in involved.columns else np.arange(len(involved)))
     rows = []
     for name in sorted(set(other) - {baseline}):
         mask = other == name
@@ -326,21 +415,54 @@ def length_controlled_winrate(frame: pd.DataFrame, baseline: str, *, level: floa
         x = np.ones((mask.sum(), 1))
         if sd > 0:
             x = np.c_[x, np.tanh(delta[mask] / sd)]
-        result = sm.GLM(y[mask], x, family=sm.families.Binomial()).fit(cov_type="HC0")
-        intercept, se = float(result.params[0]), float(result.bse[0])
+        row = {"model": name, "win_rate": float(y[mask].mean()), "n": int(mask.sum()), "note": None}
+        try:
+            params, se = _checked_glm(y[mask], x, groups[mask])
+        except ValueError as exc:
+            rows.append({**row, "lc_win_rate": np.nan, "lower": np.nan, "upper": np.nan, "length_coef": np.nan,
+                         "note": f"not fitted: {exc}"})
+            continue
         rows.append(
             {
-                "model": name,
-                "lc_win_rate": _sigmoid(intercept),
-                "lower": _sigmoid(intercept - z * se),
-                "upper": _sigmoid(intercept + z * se),
-                "win_rate": float(y[mask].mean()),
-                "length_coef": float(result.params[1]) if sd > 0 else float("nan"),
-                "n": int(mask.sum()),
+                **row,
+                "lc_win_rate": _sigmoid(params[0]),
+                "lower": _sigmoid(params[0] - z * se[0]),
+                "upper": _sigmoid(params[0] + z * se[0]),
+                "length_coef": float(params[1]) if sd > 0 else float("nan"),
             }
         )
-    table = pd.DataFrame(rows).sort_values("lc_win_rate", ascending=False, ignore_index=True)
+    columns = ["model", "lc_win_rate", "lower", "upper", "win_rate", "length_coef", "n", "note"]
+    table = pd.DataFrame(rows, columns=columns).sort_values("lc_win_rate", ascending=False, ignore_index=True)
     return LengthControlledWinRate(baseline=baseline, table=table)
+
+
+def _checked_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Binomial GLM (y may be 1/2) with cluster-robust SEs; ValueError where the MLE does not
+    exist, with the checks of :func:`analysis.stats.fit_logit`."""
+    import warnings
+
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
+
+    if np.all(y == y[0]) and y[0] in (0.0, 1.0):
+        raise ValueError("separated: every battle has the same outcome")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = sm.GLM(y, x, family=sm.families.Binomial()).fit(
+                cov_type="cluster", cov_kwds={"groups": pd.factorize(groups)[0]}
+            )
+        except (PerfectSeparationError, np.linalg.LinAlgError) as exc:
+            raise ValueError(f"the fit failed ({exc})") from None
+    if any(issubclass(w.category, (ConvergenceWarning, PerfectSeparationWarning)) for w in caught) or not result.converged:
+        raise ValueError("the fit did not converge (separated outcomes)")
+    fitted = result.fittedvalues
+    if np.any((fitted < 1e-6) | (fitted > 1 - 1e-6)):
+        raise ValueError("quasi-separated outcomes: some are predicted with certainty")
+    params, se = np.asarray(result.params), np.asarray(result.bse)
+    if not (np.all(np.isfinite(params)) and np.all(np.isfinite(se))):
+        raise ValueError("the fit produced non-finite estimates")
+    return params, se
 
 
 def _sigmoid(x: float) -> float:

@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["RatingTable", "make_table", "rank_with_uncertainty"]
+__all__ = ["RatingTable", "make_table", "rank_with_uncertainty", "z_two_sided"]
 
 _COLUMNS = ["model", "rating", "lower", "upper", "rank", "n"]
 
 
-def rank_with_uncertainty(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def z_two_sided(level: float) -> float:
+    """The normal quantile of a two-sided ``level`` interval (1.96 for 0.95); the standard
+    library's, since importing scipy.stats for one number costs most of a second."""
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def rank_with_uncertainty(lower: np.ndarray, upper: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """``1 +`` the number of models whose lower bound is above this model's upper bound.
 
     The rule of Chatbot Arena's leaderboard (Chiang et al. 2024, sec. 5): models whose
     intervals overlap share a rank, so a rank is only claimed when the data support it.
+    A model without a finite interval has no rank (NA) and counts for no other model's
+    (NaN compares false, so it would otherwise silently rank first).
     """
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
-    return 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
+    known = np.isfinite(lower) & np.isfinite(upper)
+    rank = 1 + ((lower[None, :] > upper[:, None]) & known[None, :]).sum(axis=1)
+    return pd.arrays.IntegerArray(rank, mask=~known)
 
 
 @dataclass(frozen=True)
@@ -30,14 +41,16 @@ class RatingTable:
 
     ``table`` has columns ``model, rating, lower, upper, rank, n``, sorted by rating
     (highest first); ``n`` is the number of battles the model took part in.
-    ``coefficients`` (style control only) has ``name, coef, lower, upper``. ``interval``
-    says how ``lower``/``upper`` were obtained.
+    ``coefficients`` (style control only) has ``name, coef, lower, upper, n_pairs,
+    sparse``. ``interval`` says how ``lower``/``upper`` were obtained; ``warnings`` what a
+    reader must know before trusting them.
     """
 
     method: str
     table: pd.DataFrame
     coefficients: pd.DataFrame | None = None
     interval: str = ""
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """The CLI's JSON: ``{"method", "ratings": [...]}`` plus ``coefficients`` if any."""
@@ -49,7 +62,7 @@ class RatingTable:
                     "rating": _number(row.rating),
                     "lower": _number(row.lower),
                     "upper": _number(row.upper),
-                    "rank": int(row.rank),
+                    "rank": None if pd.isna(row.rank) else int(row.rank),
                     "n": int(row.n),
                 }
                 for row in self.table.itertuples(index=False)
@@ -57,15 +70,22 @@ class RatingTable:
         }
         if self.coefficients is not None:
             out["coefficients"] = [
-                {"name": str(r.name), "coef": _number(r.coef), "lower": _number(r.lower), "upper": _number(r.upper)}
-                for r in self.coefficients.itertuples(index=False)
+                {k: _number(v) if k != "name" else str(v) for k, v in row.items()}
+                for row in self.coefficients.to_dict("records")
             ]
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 
-def _number(value: float) -> float | None:
+def _number(value):
+    """A JSON-safe value: non-finite floats (NaN, +-inf) become None, which JSON can hold."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
     value = float(value)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def make_table(
@@ -78,6 +98,7 @@ def make_table(
     *,
     interval: str,
     coefficients: pd.DataFrame | None = None,
+    warnings: tuple[str, ...] = (),
 ) -> RatingTable:
     """Assemble, rank and sort a :class:`RatingTable`."""
     frame = pd.DataFrame(
@@ -91,4 +112,4 @@ def make_table(
     )
     frame["rank"] = rank_with_uncertainty(frame["lower"], frame["upper"])
     frame = frame.sort_values(["rating", "model"], ascending=[False, True], ignore_index=True)
-    return RatingTable(method=method, table=frame[_COLUMNS], coefficients=coefficients, interval=interval)
+    return RatingTable(method=method, table=frame[_COLUMNS], coefficients=coefficients, interval=interval, warnings=warnings)

@@ -31,12 +31,20 @@ CALIBRATED = (
 
 @dataclass(frozen=True)
 class Ratings:
-    """Ratings of one rater's votes: Bradley-Terry, and length-controlled BT."""
+    """Ratings of one rater's votes: Bradley-Terry, and style-controlled BT.
+
+    ``controlled`` is Chatbot Arena's style control (``bt-style``: length *and* markdown
+    headers, lists and bold held out, FastChat's ridge), not a length-only control; the
+    report labels it so. Each table is fitted on its own: one failing leaves the other.
+    """
 
     bt: pd.DataFrame | None  # model, rating, lower, upper, rank, n
-    controlled: pd.DataFrame | None  # style-controlled BT: length and markdown terms held out
-    style: pd.DataFrame | None  # name, coef, lower, upper (the style terms)
+    controlled: pd.DataFrame | None  # style-controlled BT
+    style: pd.DataFrame | None  # name, coef, lower, upper, n_pairs, sparse (the style terms)
     note: str | None = None
+    bt_interval: str | None = None  # how bt's lower/upper were obtained (clustering included)
+    style_interval: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,12 +130,23 @@ def _ratings(records: Sequence[Record], frame: pd.DataFrame, bootstrap: int, see
 
     if len({r.model_a for r in records} | {r.model_b for r in records}) < 2:
         return Ratings(None, None, None, "fewer than two models")
-    try:
-        bt = rate(frame, "bt", bootstrap=bootstrap, seed=seed).table
-        styled = rate(frame, "bt-style")
-        return Ratings(bt, styled.table, styled.coefficients)
-    except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
-        return Ratings(None, None, None, f"ratings not fitted: {exc}")
+    fitted, notes = {}, []
+    for method, options, label in (("bt", {"bootstrap": bootstrap, "seed": seed}, "Bradley-Terry"),
+                                   ("bt-style", {}, "style-controlled BT")):
+        try:
+            fitted[method] = rate(frame, method, **options)
+        except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
+            notes.append(f"{label} ratings not fitted: {exc}")
+    bt, styled = fitted.get("bt"), fitted.get("bt-style")
+    return Ratings(
+        bt=bt.table if bt else None,
+        controlled=styled.table if styled else None,
+        style=styled.coefficients if styled else None,
+        note="; ".join(notes) or None,
+        bt_interval=bt.interval if bt else None,
+        style_interval=styled.interval if styled else None,
+        warnings=tuple(w for table in fitted.values() for w in table.warnings),
+    )
 
 
 def _family_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -153,14 +172,12 @@ def _build_report(
     issues: Sequence[str] = (),
     sources: Sequence[str] = (),
     progress: Callable | None = None,
-    failures: dict[str, int] | None = None,
     panel: bool = True,
     timings: dict[str, RunTiming] | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``).
 
-    ``failures`` counts judge outputs with no verdict that never became records (a
-    ``judges.run`` failures file); they are added to the raters' parse-error counts.
+    Records without a verdict (``parse_error``) are counted per rater, never analysed.
     With ``panel``, two or more LLM judges are also pooled into the virtual judge
     ``panel`` (:mod:`analysis.panel`). ``timings`` are the judges' run times
     (:func:`analysis.annotator.read_run_timings`) for their annotator cards.
@@ -174,8 +191,6 @@ def _build_report(
         raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
     records = [*records, *pooled]
     table, parse_errors = judgment_table(records, human_prefix)
-    for judge, count in (failures or {}).items():
-        parse_errors[judge] = parse_errors.get(judge, 0) + count
     sd = length_sd(table[table["rater"] != PANEL])  # the panel restates its members' texts
     by_rater = {name: rows for name, rows in table.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
@@ -217,9 +232,9 @@ def _build_report(
             family=family,
             n_records=len(rows),
             n_parse_errors=parse_errors.get(name, 0),
-            position=position_bias(rows),
-            length=length_bias(rows, sd),
-            length_curve=tuple(length_curve(rows)),
+            position=position_bias(rows, n_boot=n_boot, seed=seed),
+            length=length_bias(rows, sd, n_boot=n_boot, seed=seed),
+            length_curve=tuple(length_curve(rows, n_boot=n_boot, seed=seed)),
             self_family=self_fam,
             agreement=agree,
             ranking=None,

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from analysis.annotator import read_run_timings
-from analysis.importers import import_paths
+from analysis.importers import describe_formats, import_paths
 from analysis.report.build import build_report
 from analysis.report.render import write_report
 
@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
-            "(longer-wins rate, length coefficient, length-controlled ratings), self-family bias "
+            "(longer-wins rate, length coefficient, style-controlled ratings), self-family bias "
             "(equal-opportunity gap against humans, or against another judge when no humans voted), "
             "agreement with humans (FastChat S1/S2, Cohen's kappa) and rating agreement; and, judging the judges: "
             "self-preference with model strength held fixed (one logistic model across judges), each judge's "
@@ -30,8 +30,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Example: python -m analysis.report --votes ../shared/data/pandalm --out reports/pandalm",
     )
     p.add_argument("--votes", nargs="+", required=True, metavar="FILE",
-                   help="records JSONL, FastChat/Arena battle JSON, MT-Bench human judgments, CSV, or a folder "
-                        "(the PandaLM test set folder, or a folder of such files)")
+                   help="files or folders in any format we read, detected per file, mixed freely: "
+                        + "; ".join(describe_formats().splitlines()))
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--humans", metavar="JUDGE-PREFIX",
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
@@ -39,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="bootstrap resamples (over pair_id clusters) for agreement and self-family CIs (default 1000)")
     p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
-                   help="bootstrap resamples for Bradley-Terry rating CIs (default 200)")
+                   help="bootstrap resamples (of whole pair_id clusters) for Bradley-Terry rating CIs (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
     p.add_argument("--no-panel", action="store_true",
                    help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
@@ -58,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.records import RecordError
 
     try:
-        imported = import_paths(args.votes)
+        imported = import_paths(args.votes, skip_bad=args.skip_bad)
     except RecordError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -69,17 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
     progress = None if args.quiet else _progress_bar
-    failures: dict[str, int] = {}
-    for issue in imported.issues:
-        if issue.judge is not None:
-            failures[issue.judge] = failures.get(issue.judge, 0) + 1
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)
     try:
         report = build_report(
             imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-            seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress, failures=failures,
+            seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
             panel=not args.no_panel, timings=timings,
         )
     except ValueError as exc:

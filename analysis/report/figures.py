@@ -26,7 +26,7 @@ def _errbar(ax, y, value, ci, color, label=None, marker="o"):
     if value is None:
         return
     lo, hi = ci if ci else (value, value)
-    # max(): rounding can put a Wilson bound a hair past an estimate of exactly 0 or 1.
+    # max(): rounding can put an interval bound a hair past an estimate of exactly 0 or 1.
     ax.errorbar([value], [y], xerr=[[max(0.0, value - lo)], [max(0.0, hi - value)]], fmt=marker, color=color, capsize=4, label=label)
 
 
@@ -56,7 +56,7 @@ def figures(report: BiasReport) -> dict[str, str]:
     ax1.axvline(0.5, color="grey", ls="--", lw=1)
     ax1.set_yticks(range(len(names)), names)
     ax1.set_ylim(len(names) - 0.5, -0.5)
-    ax1.set_xlabel("P(first-shown response wins | decisive), 95% Wilson CI")
+    ax1.set_xlabel("P(first-shown response wins | decisive), 95% CI clustered by pair")
     ax1.set_title("First-position win rate")
     parts = ("consistent", "primacy (first twice)", "recency (second twice)", "other inconsistent")
     colors = ("#4c956c", "#d1495b", "#edae49", "#bbbbbb")

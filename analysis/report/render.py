@@ -74,6 +74,13 @@ def _context(report: BiasReport) -> dict:
                 "n_models": r.ranking.n_models if r.ranking else "-",
                 "style": _style_rows(r.ratings),
                 "ratings_note": r.ratings.note,
+                "first_ctrl": _fmt(r.length.first_rate_controlled),
+                "first_ctrl_ci": _fmt_ci(r.length.first_rate_controlled_ci),
+                "first_ctrl_note": r.length.note,
+                "order_warning": _order_warning(r.position),
+                "ratings_warnings": list(r.ratings.warnings),
+                "bt_interval": r.ratings.bt_interval,
+                "style_interval": r.ratings.style_interval,
             }
         )
     references = sorted({r.self_family.reference for r in report.raters if r.self_family and r.self_family.reference})
@@ -86,20 +93,44 @@ def _context(report: BiasReport) -> dict:
         "references": references,
         "lc_table": _lc_table(report),
         **judging_context(report),
+        "clustering": CLUSTERING,
     }
+
+
+CLUSTERING = (
+    "Votes on one pair are not independent (several people judge the same two responses; a judge sees both "
+    "orders), so every interval treats a pair_id as one unit: rates and the BT bootstrap resample whole pairs, "
+    "sandwich and logistic-model intervals are clustered by pair_id."
+)
+
+
+def _order_warning(position) -> str | None:
+    order = position.order
+    if order is None or order.randomised is not False:
+        return None
+    never = f"; never shown first: {', '.join(order.never_first)}" if order.never_first else ""
+    return (
+        f"display order is not randomised within model pairs (only {order.minority_share:.0%} of records in their "
+        f"model pair's less common order{never}): the first-shown win rate measures 'the earlier-listed model wins' "
+        "as much as position; read the rate with model strengths held fixed"
+    )
 
 
 def _style_rows(ratings: Ratings) -> list[dict]:
     if ratings.style is None:
         return []
     return [
-        {"name": row["name"], "coef": _fmt(row["coef"]), "ci": _fmt_ci((row["lower"], row["upper"]))}
+        {
+            "name": row["name"] + (f" (differs in only {row['n_pairs']} pairs)" if row.get("sparse") else ""),
+            "coef": _fmt(row["coef"]),
+            "ci": _fmt_ci((row["lower"], row["upper"])),
+        }
         for row in ratings.style.to_dict("records")
     ]
 
 
 def _lc_table(report: BiasReport) -> dict:
-    """Model x rater: BT rating and length-controlled rating, side by side."""
+    """Model x rater: BT rating and style-controlled rating (bt-style), side by side."""
     raters = [r for r in report.raters if r.ratings.bt is not None]
     models = sorted(set().union(*(set(r.ratings.bt["model"]) for r in raters))) if raters else []
     rows = []

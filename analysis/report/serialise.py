@@ -23,17 +23,26 @@ def _num(x):
         return int(x)
     if isinstance(x, (np.floating, float)):
         return None if not math.isfinite(float(x)) else float(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
     return x
 
 
 def _plain(obj) -> dict:
-    return {k: _num(v) for k, v in asdict(obj).items()}
+    return {k: _num(v) if not isinstance(v, dict) else _plain_dict(v) for k, v in asdict(obj).items()}
+
+
+def _plain_dict(d: dict) -> dict:
+    return {k: _num(v) for k, v in d.items()}
 
 
 def _frame_records(frame: pd.DataFrame | None):
     if frame is None:
         return None
-    return [{k: _num(v) if not isinstance(v, str) else v for k, v in row.items()} for row in frame.to_dict("records")]
+    return [
+        {k: None if v is pd.NA else _num(v) if not isinstance(v, str) else v for k, v in row.items()}
+        for row in frame.to_dict("records")
+    ]
 
 
 def report_json(report: BiasReport) -> dict:
@@ -50,6 +59,10 @@ def report_json(report: BiasReport) -> dict:
                 "first_rate_ci": _num(pos.first_rate_ci),
                 "consistency": _num(pos.consistency),
                 "n_swapped_pairs": pos.n_swapped_pairs,
+                "order_randomised": pos.order.randomised if pos.order else None,
+                # The position term of the length model: strengths and length held fixed.
+                "first_rate_controlled": _num(ln.first_rate_controlled),
+                "first_rate_controlled_ci": _num(ln.first_rate_controlled_ci),
                 "details": _plain(pos),
             },
             "length": {
@@ -78,8 +91,12 @@ def report_json(report: BiasReport) -> dict:
             "ranking": _plain(r.ranking) if r.ranking else None,
             "ratings": {
                 "bt": _frame_records(r.ratings.bt),
-                "length_controlled": _frame_records(r.ratings.controlled),
+                # Chatbot Arena style control (length and markdown), not a length-only control.
+                "style_controlled": _frame_records(r.ratings.controlled),
                 "style_coefficients": _frame_records(r.ratings.style),
+                "bt_interval": r.ratings.bt_interval,
+                "style_interval": r.ratings.style_interval,
+                "warnings": list(r.ratings.warnings),
                 "note": r.ratings.note,
             },
             **judging_json(r),

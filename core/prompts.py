@@ -1,4 +1,4 @@
-"""Prompt files for generating pairs: MT-Bench questions, or JSONL/CSV with a ``prompt`` column.
+"""Prompt files (arena draws, judges generate pairs): MT-Bench questions, or JSONL/CSV with a ``prompt`` column.
 
 MT-Bench rows (``question_id``, ``category``, ``turns``, optional ``reference``) give
 their first turn and first reference answer; plain rows give ``prompt`` and optionally

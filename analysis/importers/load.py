@@ -1,0 +1,112 @@
+"""Files and folders -> records, the format of each file detected from its first row."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from core.records import Record, RecordError
+
+from . import alpaca_eval, arena, arena_hard, own, pandalm
+from .issues import ImportIssue, ImportResult
+from .rows import SUFFIXES, Row, iter_rows
+
+__all__ = ["FORMATS", "describe_formats", "import_paths", "iter_records", "load_records"]
+
+# Row formats in the order they are tried on a file's first row (most specific first).
+FORMATS = (own, alpaca_eval, arena_hard, arena)
+
+
+def describe_formats() -> str:
+    """One line per format we read, for --help and for the unknown-format error."""
+    return "\n".join(f"  {m.NAME}: {m.SUMMARY}" for m in (*FORMATS, pandalm))
+
+
+def load_records(path: str | os.PathLike, *, skip_bad: bool = False) -> list[Record]:
+    """All records in a file or folder (format auto-detected).
+
+    Skipped items are reported with :func:`warnings.warn`; use :func:`import_paths` to get
+    them as data.
+    """
+    result = import_paths([path], skip_bad=skip_bad)
+    for issue in result.issues:
+        warnings.warn(str(issue), stacklevel=2)
+    return list(result.records)
+
+
+def import_paths(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False) -> ImportResult:
+    """Records from several files and folders, with every skipped item reported.
+
+    A bad row raises :class:`RecordError` naming file and line (or row, where the format
+    has no lines); with ``skip_bad`` it is skipped and reported as an :class:`ImportIssue`.
+    """
+    records: list[Record] = []
+    issues: list[ImportIssue] = []
+    for path in paths:
+        records.extend(iter_records(Path(path), issues, skip_bad=skip_bad))
+    return ImportResult(tuple(records), tuple(issues))
+
+
+def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False) -> Iterator[Record]:
+    """The records of one file or folder, one row at a time; skipped items go to ``issues``."""
+    if path.is_dir() and not (path / pandalm.TESTSET).exists():
+        for child in sorted(path.iterdir()):
+            # judges.run writes OUT.manifest.json beside its records: metadata, not votes.
+            if child.is_dir() or (child.suffix in SUFFIXES and not child.name.endswith(".manifest.json")):
+                yield from iter_records(child, issues, skip_bad=skip_bad)
+        return
+    if not path.exists():
+        raise RecordError(path, None, "no such file or directory")
+    if path.is_dir() or path.name == pandalm.TESTSET or path.name in pandalm.JUDGES:
+        recs, iss = pandalm.read_folder(path)
+        issues.extend(iss)
+        yield from recs
+        return
+    if path.suffix not in SUFFIXES:
+        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}); "
+                          "the formats read are:\n" + describe_formats())
+    fmt = None
+    for row in iter_rows(path):
+        try:
+            if row.problem is not None:
+                raise row.error(row.problem)
+            if not isinstance(row.data, dict):
+                raise row.error(f"expected an object, got {type(row.data).__name__}")
+            if fmt is None:
+                if own.is_pairs_row(row.data):
+                    issues.append(ImportIssue(str(path), "file", "skipped: pairs to be judged (no winner), not votes"))
+                    return
+                fmt = _detect(row)
+            elif not fmt.matches(row.data):
+                raise row.error(f"not a {fmt.NAME} row like the file's first (fields: {_fields(row.data)})")
+            yield from _convert(fmt, row)
+        except RecordError as exc:
+            if not skip_bad:
+                raise
+            issues.append(ImportIssue(str(path), row.where, f"skipped: {exc.message}"))
+
+
+def _convert(fmt, row: Row) -> list[Record]:
+    try:
+        return fmt.convert(row.data)
+    except RecordError as exc:
+        raise row.error(exc.message) from None
+    except KeyError as exc:
+        raise row.error(f"missing field {exc.args[0]!r}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise row.error(str(exc)) from None
+
+
+def _detect(row: Row):
+    for fmt in FORMATS:
+        if fmt.matches(row.data):
+            return fmt
+    raise row.error(f"unknown format: a row with the fields {_fields(row.data)}; the formats read are:\n"
+                    + describe_formats())
+
+
+def _fields(data: dict) -> str:
+    names = sorted(map(str, data))
+    return ", ".join(names[:12]) + (f" (+{len(names) - 12} more)" if len(names) > 12 else "")

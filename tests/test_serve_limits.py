@@ -1,0 +1,56 @@
+"""arena.serve refuses what it cannot honour, before any work, on the real embedded model."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from arena.serve import build_app
+
+pytestmark = pytest.mark.slow
+
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def client(smollm):
+    with TestClient(build_app(smollm, default_max_tokens=4, max_tokens_limit=64, max_prompt_chars=2000)) as c:
+        yield c, smollm.id
+
+
+def chat(model, **fields):
+    return {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, **fields}
+
+
+@pytest.mark.parametrize("fields", [
+    {"max_tokens": 10**12}, {"temperature": -5}, {"temperature": 9}, {"top_p": 7}, {"top_p": 0}, {"n": 8},
+    {"seed": -1}, {"stop": ["x"] * 10_000}, {"stop": ["y" * 1000]},
+    {"messages": [{"role": "wizard", "content": "Hi"}]}, {"messages": [{"content": "Hi"}]},
+    {"messages": [{"role": "user", "content": {"nested": 1}}]}, {"messages": []},
+    {"messages": [{"role": "user", "content": "x" * 2001}]},
+])
+def test_out_of_range_or_malformed_chat_requests_are_refused(client, fields):
+    c, model = client
+    response = c.post(CHAT, json=chat(model, **fields))
+    assert response.status_code in (400, 422), (fields, response.text)
+
+
+def test_completions_are_checked_too_and_good_requests_still_answer(client):
+    c, model = client
+    assert c.post("/v1/completions", json={"model": model, "prompt": "x" * 2001}).status_code == 400
+    assert c.post("/v1/completions", json={"model": model, "prompt": "Hi", "logprobs": 100}).status_code == 422
+    assert c.post("/v1/completions", json={"model": model, "prompt": "Hi", "n": 3}).status_code == 422
+    ok = c.post(CHAT, json=chat(model, temperature=0.7, top_p=0.9, stop=["\n"], n=1))
+    assert ok.status_code == 200 and len(ok.json()["choices"]) == 1
+
+
+def test_a_bearer_token_guards_every_route(smollm):
+    with TestClient(build_app(smollm, api_key="s3cret")) as c:
+        assert c.get("/v1/models").status_code == 401
+        assert c.get("/v1/models", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert c.post(CHAT, json=chat(smollm.id)).status_code == 401
+        assert c.get("/v1/models", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_oversized_bodies_are_refused_unread(client):
+    c, model = client
+    big = chat(model, messages=[{"role": "user", "content": "x" * 100_000}])
+    assert c.post(CHAT, json=big).status_code == 413
