@@ -10,8 +10,8 @@ bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.leaderboa
   saw and a tie otherwise (FastChat's rule; Zheng et al. 2023, sec. 3.4);
 * ``calibrated``: one verdict per pair from ``prob_a`` averaged over both orders
   (balanced position calibration, Wang et al. 2023), when the records carry ``prob_a``;
-* ``length_controlled``: the style-controlled Bradley-Terry ratings (Chatbot Arena's
-  style control: length and markdown terms held out). Length control acts on the
+* ``style_controlled``: the style-controlled Bradley-Terry ratings (Chatbot Arena's
+  style control: length and markdown terms held out). Style control acts on the
   ratings, not on single verdicts, so this variant has no verdict-level agreement.
 
 The best value of each metric over the variants is marked: higher agreement, Spearman,
@@ -35,7 +35,7 @@ VARIANTS = {
     "as_given": "each record as given",
     "both_orders": "both orders combined (FastChat: a verdict that flips with the order is a tie)",
     "calibrated": "prob_a averaged over both orders (Wang et al. 2023)",
-    "length_controlled": "style-controlled BT ratings (length and markdown held out)",
+    "style_controlled": "style-controlled BT ratings (Chatbot Arena style control: length and markdown held out; not a length-only control)",
 }
 # Metric -> True when higher is better.
 _DIRECTION = {"with_ties": True, "without_ties": True, "spearman": True, "separability": True,
@@ -92,9 +92,9 @@ def judge_variants(
         out.append(Variant("calibrated", *scored(calibrated, rate_rows(calibrated), False, same)))
     else:
         out.append(Variant("calibrated", None, None, "the records carry no prob_a"))
-    out.append(Variant("length_controlled", None,
+    out.append(Variant("style_controlled", None,
                        leaderboard_agreement(controlled, reference_ratings) if reference_ratings is not None else None,
-                       "length control adjusts ratings, not single verdicts: no verdict-level agreement", controlled))
+                       "style control adjusts ratings, not single verdicts: no verdict-level agreement", controlled))
     if reference_ratings is None:
         out = [Variant(v.name, v.agreement, None, "; ".join(filter(None, [v.note, "no reference ratings"])), v.ratings)
                for v in out]

@@ -80,7 +80,11 @@ def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
     assert len(images) >= 4 and all(natural > 0 and 300 < shown <= 1366 for _, natural, shown in images)
     assert overflow <= 0, "the page scrolls sideways on a 1366 px laptop screen"
     assert max(hidden) <= 0, "a table needs sideways scrolling on a 1366 px laptop screen"
-    assert headings == ["Summary", "Position bias", "Length bias", "Self-family bias", "Agreement"]
+    assert headings == [
+        "Summary", "Position bias", "Length bias", "Self-family bias", "Agreement",
+        "Self-preference with model strength held fixed", "The judge's leaderboard against the reference's (Arena-Hard-Auto)",
+        "Which fix brings each judge closest to the reference", "Judge panel", "Annotator cards (AlpacaEval's analyze)",
+    ]
     for rater in ("human", "gpt-3.5-turbo", "pandalm-7b"):
         assert rater in summary
     assert shot.stat().st_size > 50_000

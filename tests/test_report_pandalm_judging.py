@@ -143,15 +143,15 @@ def test_variants(raw, report, judge):
     table = {r["model"]: r["rating"] for r in v["both_orders"]["ratings"]}
     assert table == pytest.approx(points, abs=0.05)
     human_bt = report[0]["judges"]["human"]["ratings"]["bt"]
-    for name in ("as_given", "both_orders", "length_controlled"):
+    for name in ("as_given", "both_orders", "style_controlled"):
         want = _twin(v[name]["ratings"], human_bt)
         assert v[name]["spearman"] == pytest.approx(want["spearman"], abs=1e-12), name
         assert v[name]["brier"] == pytest.approx(want["brier"], abs=1e-12), name
-    assert v["length_controlled"]["ratings"] == entry["ratings"]["length_controlled"] or all(
+    assert v["style_controlled"]["ratings"] == entry["ratings"]["style_controlled"] or all(
         a["model"] == b["model"] and a["rating"] == pytest.approx(b["rating"])
-        for a, b in zip(v["length_controlled"]["ratings"], entry["ratings"]["length_controlled"]))
+        for a, b in zip(v["style_controlled"]["ratings"], entry["ratings"]["style_controlled"]))
     assert v["calibrated"]["with_ties"] is None and v["calibrated"]["note"] == "the records carry no prob_a"
-    assert v["length_controlled"]["with_ties"] is None
+    assert v["style_controlled"]["with_ties"] is None
     assert set(entry["best_variant"]) >= {"with_ties", "without_ties", "brier"}
 
 

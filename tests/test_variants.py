@@ -64,7 +64,7 @@ def test_calibration_beats_both_orders_beats_records_as_given(data):
     best = data["judges"]["leaning"]["best_variant"]
     assert (best["with_ties"], best["without_ties"]) == ("calibrated", "both_orders")
     assert v["calibrated"]["spearman"] == pytest.approx(1.0)
-    lc = v["length_controlled"]
+    lc = v["style_controlled"]
     assert lc["with_ties"] is None and "not single verdicts" in lc["note"] and lc["spearman"] is not None
 
 
