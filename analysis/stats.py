@@ -28,6 +28,7 @@ __all__ = [
     "Z95",
     "cluster_bootstrap",
     "cluster_bootstrap_many",
+    "cluster_codes",
     "clustered_rate_ci",
     "strength_columns",
     "fit_logit",
@@ -170,8 +171,7 @@ def clustered_rate_ci(
     n = trials.sum()
     if n == 0:
         return None
-    codes = pd.factorize(pd.Series(groups, copy=False))[0]
-    codes[codes < 0] = codes.max(initial=-1) + 1 + np.arange((codes < 0).sum())
+    codes = cluster_codes(groups)
     per_group = np.c_[np.bincount(codes, successes), np.bincount(codes, trials)]
     per_group = per_group[per_group[:, 1] > 0]
     if per_group[:, 1].max() <= 1:
@@ -181,6 +181,15 @@ def clustered_rate_ci(
         k = len(per_group)
         return wilson_interval(successes.sum() / n * k, k)
     return ci
+
+
+def cluster_codes(groups) -> np.ndarray:
+    """Integer cluster codes of ``groups`` (e.g. ``pair_id``); a row without a group (None,
+    NaN) is a cluster of its own rather than one cluster of all the missing ones."""
+    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
+    alone = codes < 0
+    codes[alone] = len(uniques) + np.arange(alone.sum())
+    return codes
 
 
 def strength_columns(rows: pd.DataFrame) -> np.ndarray:
@@ -214,35 +223,48 @@ class LogitFit:
     params: np.ndarray
     bse: np.ndarray
     pvalues: np.ndarray
+    cov: np.ndarray  # of params, the clustered sandwich (for delta-method intervals)
 
     def interval(self, i: int) -> tuple[float, float]:
         return (float(self.params[i] - Z95 * self.bse[i]), float(self.params[i] + Z95 * self.bse[i]))
 
 
-def fit_logit(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> LogitFit:
+def fit_logit(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, small_sample: bool = True) -> LogitFit:
     """Logistic regression (Newton) with standard errors clustered by ``groups``.
+
+    ``y`` is 0/1 or a probability (a fractional logit, Papke & Wooldridge 1996: the same
+    Bernoulli quasi-likelihood, so only the sandwich covariance is valid).
+    ``small_sample=False`` leaves out statsmodels' factor G/(G-1) * (N-1)/(N-K), so with
+    one row per group the covariance is White's HC0.
 
     Raises ValueError instead of returning numbers from a fit that did not converge or
     whose data are (quasi-)separated, where the maximum likelihood estimate does not exist.
+    statsmodels' PerfectSeparationWarning alone is not taken as a failure: it fires when the
+    fitted values equal ``y``, which for 0/1 outcomes the certainty check below catches and
+    for probabilities is a perfect (noise-free) fit, not a separation.
     """
     from statsmodels.discrete.discrete_model import Logit
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError
 
+    y = np.asarray(y, dtype=float)
+    if len(y) and np.all(y == y[0]) and y[0] in (0.0, 1.0):
+        raise ValueError("separated data: every outcome is the same")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            fit = Logit(y, X).fit(method="newton", maxiter=100, disp=False, cov_type="cluster", cov_kwds={"groups": groups})
+            fit = Logit(y, X).fit(method="newton", maxiter=100, disp=False, cov_type="cluster",
+                                  cov_kwds={"groups": groups, "use_correction": small_sample})
         except (PerfectSeparationError, np.linalg.LinAlgError) as exc:
             raise ValueError(f"the fit failed ({exc})") from None
-    problems = [w for w in caught if issubclass(w.category, (ConvergenceWarning, PerfectSeparationWarning))]
-    fitted = fit.predict()
+        fitted = fit.predict()  # overflows to exactly 0 or 1 on a diverged fit: the check below
+    problems = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     if problems or not fit.mle_retvals.get("converged", False):
         raise ValueError("the fit did not converge (separated data or a degenerate design)")
     if np.any((fitted < 1e-6) | (fitted > 1 - 1e-6)):
         raise ValueError("quasi-separated data: some outcomes are predicted with certainty")
     if not (np.all(np.isfinite(fit.params)) and np.all(np.isfinite(fit.bse))):
         raise ValueError("the fit produced non-finite estimates")
-    return LogitFit(np.asarray(fit.params), np.asarray(fit.bse), np.asarray(fit.pvalues))
+    return LogitFit(np.asarray(fit.params), np.asarray(fit.bse), np.asarray(fit.pvalues), np.asarray(fit.cov_params()))
 
 
 def as_interval(ci: Sequence[float] | None) -> list[float] | None:
