@@ -14,8 +14,8 @@ Length is counted in characters of the response text.
   ``coef`` is the change in log-odds of winning per one standard deviation of length
   difference (the same SD for every rater, so raters compare). It is linear in the
   difference, so it is *not* the length term of AlpacaEval's length-controlled win rate
-  (Dubois et al. 2024, eq. 2, which uses ``tanh`` of the standardised token difference:
-  see :func:`analysis.ratings.length_controlled_winrate`) nor Chatbot Arena's style term
+  (Dubois et al. 2024, eq. 2, which uses ``tanh`` of the standardised length difference:
+  see :func:`analysis.ratings.win_rates`) nor Chatbot Arena's style term
   (Li et al. 2024, a normalised token difference ``(a - b) / (a + b + 1)``); its values are
   comparable across our raters only.
 * ``first_rate_controlled``: the same model's intercept as P(first-shown wins) between

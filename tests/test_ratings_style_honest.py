@@ -1,5 +1,6 @@
 """Style control as FastChat fits it (ridge), with pair-clustered intervals, sparse-feature
-flags, and no silent NaN ranks; the LC win rate refuses separated fits."""
+flags, and no silent NaN ranks (the LC win rate's refusal of separated fits is tested in
+test_winrate_planted.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from scipy.optimize import minimize
 
 from analysis.frames import load_frame
-from analysis.ratings import RatingTable, length_controlled_winrate, make_table, rank_with_uncertainty, rate
+from analysis.ratings import RatingTable, make_table, rank_with_uncertainty, rate
 from analysis.ratings.style import fit_style_bt, frame_covariates
 
 
@@ -120,13 +121,3 @@ def test_nan_bounds_never_rank_and_json_stays_finite():
     text = json.dumps(table.to_dict(), allow_nan=False)  # raises on Infinity or NaN
     assert "Infinity" not in text and json.loads(text)["ratings"][0]["rating"] is None
 
-
-def test_lc_win_rate_of_a_model_that_won_everything_is_not_one():
-    n = 40
-    frame = pd.DataFrame({
-        "model_a": "champ", "model_b": "baseline", "winner": "model_a",
-        "response_a": [" ".join(["w"] * (10 + k)) for k in range(n)], "response_b": ["w w"] * n,
-    })
-    row = length_controlled_winrate(frame, "baseline").table.set_index("model").loc["champ"]
-    assert row["win_rate"] == 1.0
-    assert np.isnan(row["lc_win_rate"]) and np.isnan(row["lower"]) and "separated" in row["note"]

@@ -6,9 +6,9 @@ TrueSkill and style-controlled Bradley-Terry, behind one registry (:func:`rate`)
 Modules: :mod:`.counts` (battles -> pair counts), :mod:`.likelihoods` (tie models and
 their derivatives), :mod:`.bt` (Newton fit, sandwich covariance, Elo scale),
 :mod:`.bootstrap` (pair-cluster bootstrap), :mod:`.reference` (the slow twin), :mod:`.elo`,
-:mod:`.trueskill_ratings`, :mod:`.style` (style control, LC win rate), :mod:`.table`
+:mod:`.trueskill_ratings`, :mod:`.style` (style control), :mod:`.table`
 (results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.winrate`
-(AlpacaEval's win rate against a baseline), :mod:`.cli`.
+(AlpacaEval's win rate against a baseline and its length-controlled twin), :mod:`.cli`.
 
 References
 ----------
@@ -38,14 +38,7 @@ from .counts import PairCounts, aggregate
 from .elo import online_elo
 from .reference import reference_bradley_terry
 from .registry import METHODS, rate, register
-from .style import (
-    LengthControlledWinRate,
-    StyleFit,
-    add_style_features,
-    fit_style_bt,
-    length_controlled_winrate,
-    style_covariates,
-)
+from .style import StyleFit, add_style_features, fit_style_bt, style_covariates
 from .table import RatingTable, make_table, rank_with_uncertainty
 from .winrate import WinRateTable, win_rates
 
@@ -55,7 +48,6 @@ __all__ = [
     "BTResult",
     "CENTRE",
     "ELO_SCALE",
-    "LengthControlledWinRate",
     "METHODS",
     "PairCounts",
     "RatingTable",
@@ -67,7 +59,6 @@ __all__ = [
     "bradley_terry",
     "fit_counts",
     "fit_style_bt",
-    "length_controlled_winrate",
     "make_table",
     "mle_exists",
     "online_elo",

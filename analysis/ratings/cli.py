@@ -56,8 +56,8 @@ _EPILOG = """\
 --json prints {"method": ..., "ratings": [{"model", "rating", "lower", "upper", "rank", "n"},
 ...]} (plus "coefficients" for bt-style); for winrate {"method": "winrate", "baseline",
 "ratings": [{"model", "baseline", "win_rate", "standard_error", "lower", "upper",
-"discrete_win_rate", "n", "n_dropped", "lc_win_rate", "lc_standard_error", ...}, ...]},
-rates in percent.
+"discrete_win_rate", "n", "n_dropped", "lc_win_rate", "lc_standard_error", ..., "lc_note"},
+...]}, rates in percent; lc_note says why a length-controlled win rate is null.
 
 examples:
   python -m analysis.ratings --votes votes.jsonl
@@ -164,9 +164,11 @@ def render_winrate(result) -> str:
     for row in table.to_dict(orient="records"):
         lines.append(
             f"{row['model']:<{width}}  {row['win_rate']:8.2f}  {row['standard_error']:5.2f}  {row['lower']:6.2f}  "
-            f"{row['upper']:6.2f}  {row['discrete_win_rate']:8.2f}  {row.get('lc_win_rate', float('nan')):6.2f}  "
-            f"{row.get('lc_standard_error', float('nan')):5.2f}  {row['n']:>6}  {row['n_dropped']:>7}"
+            f"{row['upper']:6.2f}  {row['discrete_win_rate']:8.2f}  {row['lc_win_rate']:6.2f}  "
+            f"{row['lc_standard_error']:5.2f}  {row['n']:>6}  {row['n_dropped']:>7}"
         )
+    unfitted = table.dropna(subset=["lc_note"]).groupby("lc_note", sort=False)["model"]
+    lines += [f"{', '.join(models)}: LC {note}" for note, models in unfitted]
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Style control for pairwise ratings, and AlpacaEval's length-controlled win rate.
+"""Style control for pairwise ratings.
 
 Style-controlled Bradley-Terry follows Chatbot Arena's style control (Li et al. 2024,
 "Does Style Matter? Disentangling style and substance in Chatbot Arena"; FastChat's
@@ -15,18 +15,14 @@ across judges and presentation orders), tokens for all of them in one vectorised
 :func:`add_style_features` stores the counts with each battle (as FastChat keeps them in
 ``conv_metadata``), so a frame counted once can be split by judge and every part rated.
 
-The length-controlled win rate follows Dubois et al. 2024 ("Length-Controlled AlpacaEval",
-sec. 3, eq. 2): per model, a logistic GLM of "beats the baseline" on
-``tanh(delta_len / sd(delta_len))``; the LC win rate is the prediction at zero length
-difference, ``sigmoid(intercept)``. The instruction-difficulty term of their eq. 2 needs
-many models judged on the same instructions and is left out.
+AlpacaEval's length-controlled win rate, the other length correction, is in :mod:`.winrate`.
 
 Style control matches FastChat's ``fit_contextual_bt`` by default: every parameter carries
 its ridge (``reg`` = 0.5, :data:`STYLE_REG`), which keeps a style element seen in a few pairs
-from taking a large coefficient; ``reg=0`` gives the plain MLE. Both regressions count a tie
-as y = 1/2 (a quasi-likelihood), so standard errors are sandwich ones, clustered by
-``pair_id`` where battles carry one (votes on one pair are not independent). A style element
-whose responses differ in fewer than :data:`MIN_STYLE_PAIRS` pairs is flagged.
+from taking a large coefficient; ``reg=0`` gives the plain MLE. A tie counts as y = 1/2 (a
+quasi-likelihood), so standard errors are sandwich ones, clustered by ``pair_id`` where
+battles carry one (votes on one pair are not independent). A style element whose responses
+differ in fewer than :data:`MIN_STYLE_PAIRS` pairs is flagged.
 """
 
 from __future__ import annotations
@@ -37,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.stats import cluster_codes
+
 from .threads import one_blas_thread
 
 __all__ = [
@@ -44,13 +42,11 @@ __all__ = [
     "STYLE_REG",
     "STYLE_COLUMNS",
     "STYLE_FEATURES",
-    "LengthControlledWinRate",
     "StyleFit",
     "add_style_features",
     "count_tokens",
     "fit_style_bt",
     "frame_covariates",
-    "length_controlled_winrate",
     "style_counts",
     "style_covariates",
     "style_features",
@@ -167,12 +163,6 @@ def _features(texts: pd.Series) -> np.ndarray:
     counts[:, 0] = _token_counts(distinct)
     counts[:, 1:] = [_markdown_counts(t) for t in distinct] if distinct else np.empty((0, 3))
     return counts[codes]
-
-
-def _lengths(texts) -> np.ndarray:
-    """:func:`count_tokens` of every text (``str`` of each value), each distinct text once."""
-    codes, distinct = pd.factorize(_as_texts(texts))
-    return _token_counts(distinct.tolist()).astype(float)[codes]
 
 
 def _pair_features(response_a, response_b) -> tuple[np.ndarray, np.ndarray]:
@@ -336,7 +326,7 @@ def fit_style_bt(
         bread = np.linalg.inv(information + lift) - (lift / m**2 if reg == 0 else 0.0)
         scores = design * (y - p)[:, None]
         if groups is not None:
-            codes = _cluster_codes(groups)
+            codes = cluster_codes(groups)
             import scipy.sparse  # only here: a plain BT run starts faster without it
 
             members = scipy.sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))))
@@ -359,113 +349,11 @@ def fit_style_bt(
     )
 
 
-def _cluster_codes(groups) -> np.ndarray:
-    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
-    alone = codes < 0  # a battle without a group is a cluster of its own
-    codes[alone] = len(uniques) + np.arange(alone.sum())
-    return codes
-
-
 def style_support(frame: pd.DataFrame, groups=None) -> pd.Series:
     """Per style element: the number of pairs (``groups``, else battles) whose two responses differ in it."""
     fa, fb = _frame_counts(frame)
     differ = fa != fb
     if groups is None:
         return pd.Series(differ.sum(axis=0), index=list(STYLE_FEATURES))
-    codes = _cluster_codes(groups)
+    codes = cluster_codes(groups)
     return pd.Series([len(np.unique(codes[differ[:, c]])) for c in range(differ.shape[1])], index=list(STYLE_FEATURES))
-
-
-@dataclass(frozen=True)
-class LengthControlledWinRate:
-    """Per model vs ``baseline``: ``lc_win_rate`` with ``lower``/``upper`` (fractions in
-    [0, 1]), the raw ``win_rate`` (ties count 1/2), ``length_coef`` and ``n`` battles."""
-
-    baseline: str
-    table: pd.DataFrame
-
-
-def length_controlled_winrate(frame: pd.DataFrame, baseline: str, *, level: float = 0.95) -> LengthControlledWinRate:
-    """AlpacaEval's length-controlled win rate of every model against ``baseline``.
-
-    Intervals are Wald intervals on the intercept with sandwich standard errors (clustered
-    by ``pair_id`` where the frame has it), mapped through the sigmoid. A model whose GLM
-    does not converge or whose outcomes are (quasi-)separated, e.g. one that won every
-    battle, has no LC win rate: its row holds NaN and ``note`` says why, instead of a
-    1.0 [1.0, 1.0] that only reflects a diverged fit.
-    """
-    from .table import z_two_sided
-
-    z = z_two_sided(level)
-    involved = frame[(frame["model_a"] == baseline) | (frame["model_b"] == baseline)]
-    if involved.empty:
-        raise ValueError(f"no battles against the baseline {baseline!r}")
-    baseline_first = (involved["model_a"] == baseline).to_numpy()
-    other = np.where(baseline_first, involved["model_b"], involved["model_a"])
-    y = _outcomes(involved["winner"])
-    y = np.where(baseline_first, 1.0 - y, y)
-    length_a = _lengths(involved["response_a"])
-    length_b = _lengths(involved["response_b"])
-    delta = np.where(baseline_first, length_b - length_a, length_a - length_b)
-    groups = _cluster_codes(involved["pair_id"] if "pair_id" in involved.columns else np.arange(len(involved)))
-    rows = []
-    for name in sorted(set(other) - {baseline}):
-        mask = other == name
-        sd = delta[mask].std()
-        x = np.ones((mask.sum(), 1))
-        if sd > 0:
-            x = np.c_[x, np.tanh(delta[mask] / sd)]
-        row = {"model": name, "win_rate": float(y[mask].mean()), "n": int(mask.sum()), "note": None}
-        try:
-            params, se = _checked_glm(y[mask], x, groups[mask])
-        except ValueError as exc:
-            rows.append({**row, "lc_win_rate": np.nan, "lower": np.nan, "upper": np.nan, "length_coef": np.nan,
-                         "note": f"not fitted: {exc}"})
-            continue
-        rows.append(
-            {
-                **row,
-                "lc_win_rate": _sigmoid(params[0]),
-                "lower": _sigmoid(params[0] - z * se[0]),
-                "upper": _sigmoid(params[0] + z * se[0]),
-                "length_coef": float(params[1]) if sd > 0 else float("nan"),
-            }
-        )
-    columns = ["model", "lc_win_rate", "lower", "upper", "win_rate", "length_coef", "n", "note"]
-    table = pd.DataFrame(rows, columns=columns).sort_values("lc_win_rate", ascending=False, ignore_index=True)
-    return LengthControlledWinRate(baseline=baseline, table=table)
-
-
-def _checked_glm(y: np.ndarray, x: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Binomial GLM (y may be 1/2) with cluster-robust SEs; ValueError where the MLE does not
-    exist, with the checks of :func:`analysis.stats.fit_logit`."""
-    import warnings
-
-    import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
-
-    if np.all(y == y[0]) and y[0] in (0.0, 1.0):
-        raise ValueError("separated: every battle has the same outcome")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            result = sm.GLM(y, x, family=sm.families.Binomial()).fit(
-                cov_type="cluster", cov_kwds={"groups": pd.factorize(groups)[0]}
-            )
-        except (PerfectSeparationError, np.linalg.LinAlgError) as exc:
-            raise ValueError(f"the fit failed ({exc})") from None
-    if any(issubclass(w.category, (ConvergenceWarning, PerfectSeparationWarning)) for w in caught) or not result.converged:
-        raise ValueError("the fit did not converge (separated outcomes)")
-    fitted = result.fittedvalues
-    if np.any((fitted < 1e-6) | (fitted > 1 - 1e-6)):
-        raise ValueError("quasi-separated outcomes: some are predicted with certainty")
-    params, se = np.asarray(result.params), np.asarray(result.bse)
-    if not (np.all(np.isfinite(params)) and np.all(np.isfinite(se))):
-        raise ValueError("the fit produced non-finite estimates")
-    return params, se
-
-
-def _sigmoid(x: float) -> float:
-    from scipy.special import expit
-
-    return float(expit(x))

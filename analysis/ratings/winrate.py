@@ -32,18 +32,27 @@ run time; we have neither. Instead:
   fractional response) where AlpacaEval uses an L1-penalised logistic regression with
   cross-validated strength.
 
-``lc_standard_error`` comes from the sandwich (HC0) covariance through the delta method.
-The tests show how far this lands from the published LC numbers.
+``lc_standard_error`` comes from the sandwich covariance through the delta method,
+clustered by ``pair_id`` where battles carry one (several verdicts on one pair are not
+independent; with one verdict per pair, as in AlpacaEval's annotations, it is White's
+HC0). A model whose fit does not converge or whose outcomes are (quasi-)separated, e.g.
+one that won every battle, has no LC win rate: NaN (null in JSON), and ``lc_note`` says
+why, instead of a 100 [100, 100] that only reflects a diverged fit. The checks are
+:func:`analysis.stats.fit_logit`'s. The tests show how far this lands from the published
+LC numbers.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+
+from analysis.stats import cluster_codes, fit_logit
+
+from .table import z_two_sided
 
 __all__ = ["WinRateTable", "find_baseline", "win_rates"]
 
@@ -52,6 +61,8 @@ _TIE_SCORE = 0.5
 # annotators give values like 1e-7).
 _CLIP = 1e-3
 _SCORE = {"model_a": 1.0, "model_b": 0.0, "tie": _TIE_SCORE, "tie (bothbad)": _TIE_SCORE}
+_NO_LC = {"lc_win_rate": float("nan"), "lc_standard_error": float("nan"), "lc_lower": float("nan"),
+          "lc_upper": float("nan"), "length_coef": float("nan")}
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ def win_rates(
     ``response_a``/``response_b`` for length control, ``prompt_id``, ``parse_error``);
     rows with a ``parse_error`` are dropped and counted in ``n_dropped``.
     ``instruction_difficulty=False`` leaves the difficulty proxy out of the LC fit.
+    ``lc_note`` is null where the LC win rate was fitted and says why it is NaN otherwise.
     """
     baseline = baseline or find_baseline(frame)
     involved = frame[((frame["model_a"] == baseline) ^ (frame["model_b"] == baseline)).to_numpy()]
@@ -125,7 +137,8 @@ def win_rates(
         length_b = involved["response_b"].str.len().to_numpy(dtype=float)
         delta = np.where(baseline_first, length_a - length_b, length_b - length_a)  # baseline minus model
     difficulty = _difficulty(involved, other, p, failed) if instruction_difficulty else None
-    z = NormalDist().inv_cdf(0.5 + level / 2)
+    groups = cluster_codes(involved["pair_id"] if "pair_id" in involved.columns else np.arange(len(involved)))
+    z = z_two_sided(level)
     rows = []
     for model in sorted(set(other)):
         mask = other == model
@@ -134,7 +147,8 @@ def win_rates(
         n = len(scores)
         row = {"model": model, "baseline": baseline, "win_rate": float("nan"), "standard_error": float("nan"),
                "lower": float("nan"), "upper": float("nan"), "discrete_win_rate": float("nan"), "n": n,
-               "n_dropped": int((mask & failed).sum())}
+               "n_dropped": int((mask & failed).sum()), **_NO_LC,
+               "lc_note": "not fitted: " + ("no verdicts" if has_texts else "the battles carry no response texts")}
         if n:
             mean = scores.mean()
             se = scores.std(ddof=1) / math.sqrt(n) if n > 1 else float("nan")
@@ -142,7 +156,8 @@ def win_rates(
             row.update(win_rate=100 * mean, standard_error=100 * se, lower=100 * (mean - z * se),
                        upper=100 * (mean + z * se), discrete_win_rate=100 * discrete)
             if has_texts:
-                row.update(_length_controlled(scores, delta[keep], None if difficulty is None else difficulty[keep], z))
+                row.update(_length_controlled(scores, delta[keep], None if difficulty is None else difficulty[keep],
+                                              groups[keep], z))
         rows.append(row)
     table = pd.DataFrame(rows).sort_values("win_rate", ascending=False, ignore_index=True)
     return WinRateTable(baseline=baseline, table=table, level=level)
@@ -170,10 +185,10 @@ def _difficulty(frame: pd.DataFrame, other: np.ndarray, p: np.ndarray, failed: n
     return np.where(count > 0, out, np.nanmean(np.where(count > 0, out, np.nan)))
 
 
-def _length_controlled(scores: np.ndarray, delta: np.ndarray, difficulty: np.ndarray | None, z: float) -> dict:
+def _length_controlled(
+    scores: np.ndarray, delta: np.ndarray, difficulty: np.ndarray | None, groups: np.ndarray, z: float
+) -> dict:
     """AlpacaEval's length_controlled_v1 GLM (see the module docstring for what differs)."""
-    import statsmodels.api as sm
-
     sd = delta.std(ddof=1) if len(delta) > 1 else 0.0
     columns = [np.ones(len(scores))]
     if sd > 0:
@@ -181,19 +196,22 @@ def _length_controlled(scores: np.ndarray, delta: np.ndarray, difficulty: np.nda
     if difficulty is not None:
         columns.append(difficulty)
     x = np.column_stack(columns)
-    fit = sm.GLM(scores, x, family=sm.families.Binomial()).fit(cov_type="HC0")
-    params, cov = np.asarray(fit.params), np.asarray(fit.cov_params())
+    try:
+        fit = fit_logit(x, scores, groups, small_sample=False)
+    except ValueError as exc:
+        return {**_NO_LC, "lc_note": f"not fitted: {exc}"}
     # Prediction at delta = 0: the length column contributes nothing.
     counterfactual = x.copy()
     if sd > 0:
         counterfactual[:, 1] = 0.0
-    predicted = 1 / (1 + np.exp(-(counterfactual @ params)))
+    predicted = 1 / (1 + np.exp(-(counterfactual @ fit.params)))
     gradient = (predicted * (1 - predicted)) @ counterfactual / len(predicted)
-    lc, se = float(predicted.mean()), float(np.sqrt(gradient @ cov @ gradient))
+    lc, se = float(predicted.mean()), float(np.sqrt(gradient @ fit.cov @ gradient))
     return {
         "lc_win_rate": 100 * lc,
         "lc_standard_error": 100 * se,
         "lc_lower": 100 * (lc - z * se),
         "lc_upper": 100 * (lc + z * se),
-        "length_coef": float(params[1]) if sd > 0 else float("nan"),
+        "length_coef": float(fit.params[1]) if sd > 0 else float("nan"),
+        "lc_note": None,
     }
