@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.ratings import ELO_SCALE, aggregate, bootstrap_params, fit_counts, rate
+from analysis.ratings import ELO_SCALE, aggregate, bootstrap_params, fit_counts, online_elo, rate
+from analysis.ratings.elo import bootstrap_orders
 
 DATA_SETS = 200
 PAIRS = 200
@@ -177,3 +178,92 @@ def test_a_resample_where_a_model_never_loses_is_fitted_with_the_stated_prior():
     assert np.isfinite(table.table[["lower", "upper"]].to_numpy()).all()
     a = table.table.set_index("model").loc["A"]
     assert a["upper"] - a["lower"] > 400  # the rounds without a loss for A stretch its interval
+
+
+def planted_copies(pairs: int, copies: int, seed: int) -> pd.DataFrame:
+    """``pairs`` Bradley-Terry battles among three models, each repeated ``copies`` times
+    under one ``pair_id``: the copies carry no information beyond the first."""
+    rng = np.random.default_rng(seed)
+    theta = np.array([-0.5, 0.0, 0.5])
+    a = rng.integers(0, 3, pairs)
+    b = (a + rng.integers(1, 3, pairs)) % 3
+    p = 1 / (1 + np.exp(-(theta[a] - theta[b])))
+    votes = np.where(rng.random(pairs) < 0.1, 2, np.where(rng.random(pairs) < p, 0, 1))
+    frame = pd.DataFrame(
+        {"model_a": NAMES[a], "model_b": NAMES[b], "winner": WINNERS[votes], "pair_id": [f"p{k}" for k in range(pairs)]}
+    )
+    return frame.loc[frame.index.repeat(copies)].reset_index(drop=True)
+
+
+def mean_width(frame: pd.DataFrame, method: str, **options) -> float:
+    table = rate(frame, method, seed=1, **options).table
+    return float((table["upper"] - table["lower"]).mean())
+
+
+STREAMED = {
+    "elo": dict(bootstrap=1000),
+    "elo-avg": dict(bootstrap=300, permutations=5),
+    "trueskill": dict(bootstrap=100),
+}
+
+
+@pytest.mark.parametrize("method", list(STREAMED))
+def test_streamed_bootstraps_resample_whole_pairs(method):
+    """Four identical votes per pair: resampling pairs gives intervals about sqrt(4) = 2
+    times those of resampling votes. (Online Elo weighs recent battles more, which puts
+    its ratio a little below 2: about 1.8 here. With far more battles than its memory of
+    a few hundred, the copies of a pair rarely fall in one window and the ratio tends to
+    1, rightly: its final rating then rests on votes of different pairs.)"""
+    frame = planted_copies(100 if method != "trueskill" else 50, 4, seed=0)
+    clustered = mean_width(frame, method, **STREAMED[method])
+    independent = mean_width(frame.drop(columns="pair_id"), method, **STREAMED[method])
+    assert 1.6 <= clustered / independent <= 2.5, (clustered, independent)
+    pairs = frame["pair_id"].nunique()
+    assert f"clustered by pair_id ({pairs} pairs)" in rate(frame, method, bootstrap=2).interval
+    assert "every vote independent" in rate(frame.drop(columns="pair_id"), method, bootstrap=2).interval
+
+
+@pytest.mark.parametrize("method", list(STREAMED))
+def test_one_vote_per_pair_is_the_battle_bootstrap_exactly(method):
+    frame = planted_copies(200, 1, seed=1)
+    options = dict(STREAMED[method], bootstrap=20)
+    clustered = rate(frame, method, seed=3, **options).table
+    plain = rate(frame.drop(columns="pair_id"), method, seed=3, **options).table
+    pd.testing.assert_frame_equal(clustered, plain)
+
+
+def test_independent_votes_grouped_into_pairs_keep_their_elo_intervals():
+    """Pairs of 1 to 5 votes drawn independently: the padded cluster resamples of rate()
+    give the vote-level widths, within the noise of 1,000 rounds."""
+    frame = planted_copies(400, 1, seed=2)
+    frame["pair_id"] = np.repeat(np.arange(400), np.random.default_rng(2).integers(1, 6, 400))[:400]
+    ratio = mean_width(frame, "elo", bootstrap=1000) / mean_width(frame.drop(columns="pair_id"), "elo", bootstrap=1000)
+    assert 0.9 <= ratio <= 1.1
+
+
+def test_padded_cluster_resamples_stream_exactly_as_their_unpadded_selves():
+    """Clusters of 1 to 12 battles: each row draws whole clusters, in shuffled order, and
+    the pad index that evens out the rows' lengths leaves every rating bit-for-bit alone."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 13, 40)
+    clusters = rng.permutation(np.repeat(np.arange(40), sizes))
+    n = len(clusters)
+    a = rng.integers(0, 4, n)
+    b = (a + rng.integers(1, 4, n)) % 4
+    outcome = rng.integers(0, 3, n)
+    orders = bootstrap_orders(n, 50, np.random.default_rng(0), clusters=clusters)
+    padded = online_elo(a, b, outcome, 4, k=32, orders=orders)
+    lengths = (orders < n).sum(axis=1)
+    assert lengths.min() < orders.shape[1]  # some rows carry pads
+    adjacent = 0
+    for row, ratings in zip(orders, padded):
+        battles = row[row < n]
+        assert set(row[row >= n]) <= {n}
+        copies = np.bincount(battles, minlength=n)
+        drawn = np.bincount(clusters, weights=copies) / sizes  # times each cluster was drawn
+        assert np.array_equal(copies, drawn[clusters]) and drawn.sum() == 40
+        adjacent += np.mean(clusters[battles[1:]] == clusters[battles[:-1]])
+        # The same stream unpadded through the same side-by-side code: equal to the bit.
+        assert np.array_equal(ratings, online_elo(a, b, outcome, 4, k=32, orders=battles[None])[0])
+        assert np.allclose(ratings, online_elo(a[battles], b[battles], outcome[battles], 4, k=32))
+    assert adjacent / len(orders) < 0.2  # a drawn pair's battles are spread out, not in a block

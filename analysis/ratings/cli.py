@@ -30,8 +30,9 @@ bt-style the sandwich (robust) 95% interval, or the bootstrap percentile interva
 --bootstrap says otherwise); for trueskill the posterior mu +- 1.96 sigma, or a bootstrap.
 rank = 1 + the number of models whose lower bound is above this model's upper bound.
 Votes sharing a pair_id (several people on one pair, a judge seeing both orders) are one
-cluster: bt, bt-davidson and bt-style intervals sum scores within, and resample, whole
-pairs. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
+cluster: the sandwich intervals of bt, bt-davidson and bt-style sum scores within whole
+pairs, and the bootstrap of bt, bt-davidson, bt-style, elo, elo-avg and trueskill resamples
+whole pairs. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
 sparsely sampled models, so elo and elo-avg print a warning: read intervals from bt.
 
 Methods: bt (Bradley-Terry, ties = half a win), bt-davidson (Davidson's tie model),

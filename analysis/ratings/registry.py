@@ -15,22 +15,27 @@ bt-style       BT with Chatbot Arena style covariates,      sandwich Wald; boots
                FastChat's ridge (reg 0.5)                   percentile when bootstrap > 0;
                                                             both clustered by ``pair_id``
 elo            online Elo in the frame's order              bootstrap percentile over
-                                                            resampled battles (100 rounds
-                                                            when bootstrap = 0: online Elo
-                                                            has no analytic standard error)
+                                                            resampled battles, or whole
+                                                            pairs by ``pair_id`` (100
+                                                            rounds when bootstrap = 0:
+                                                            online Elo has no analytic
+                                                            standard error)
 elo-avg        mean online Elo over random orders           as elo, each round averaged
                                                             over the same number of orders
 trueskill      TrueSkill posterior mean                     mu +- z sigma (posterior);
                                                             bootstrap percentile when
-                                                            bootstrap > 0
+                                                            bootstrap > 0, clustered by
+                                                            ``pair_id``
 =============  ===========================================  ===============================
 
 Votes on one pair are not independent (several people judge the same two texts; a judge
-sees both orders), so where the frame has a ``pair_id`` column the intervals of bt,
-bt-davidson and bt-style treat each ``pair_id`` as one cluster: the sandwich sums scores
-within a pair, the bootstrap resamples whole pairs. Online Elo's bootstrap intervals
-shrink for sparsely sampled models (a model with a few battles barely moves from its
-start), so its tables carry a warning; use bt for intervals.
+sees both orders), so where the frame has a ``pair_id`` column every interval treats each
+``pair_id`` as one cluster: the sandwich (bt, bt-davidson, bt-style) sums scores within a
+pair, and every bootstrap (those and elo, elo-avg, trueskill) resamples whole pairs, each
+resample of a streamed method in random order. TrueSkill's posterior interval takes the
+votes as independent. Online Elo's bootstrap intervals shrink for sparsely sampled models
+(a model with a few battles barely moves from its start), so its tables carry a warning;
+use bt for intervals.
 
 Graded verdicts: with ``strong_weight=W`` (bt, bt-davidson) a battle whose ``strength``
 is 2 or more (Arena-Hard's ``A>>B``) counts W times, as Arena-Hard-Auto counts strong
@@ -48,10 +53,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from analysis.stats import cluster_codes
+
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
-from .elo import online_elo, random_orders
+from .elo import bootstrap_orders, online_elo, random_orders
 from .style import MIN_STYLE_PAIRS, STYLE_REG, fit_style_bt, frame_covariates, style_support
 from .table import RatingTable, make_table, z_two_sided
 from .trueskill_ratings import run_trueskill, to_elo_factor
@@ -125,10 +132,20 @@ def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
     return frame["pair_id"] if "pair_id" in frame.columns else None
 
 
-def _clustering(counts) -> str:
-    if counts.clusters is None:
+def _pair_codes(frame: pd.DataFrame) -> np.ndarray | None:
+    """Each battle's pair cluster coded ``0..K-1`` (see :func:`analysis.stats.cluster_codes`), or None."""
+    groups = pair_groups(frame)
+    return None if groups is None else cluster_codes(groups)
+
+
+def _n_pairs(codes: np.ndarray | None) -> int | None:
+    return None if codes is None else int(codes.max()) + 1
+
+
+def _clustering(n_clusters: int | None) -> str:
+    if n_clusters is None:
         return "every vote independent (no pair_id)"
-    return f"clustered by pair_id ({counts.n_clusters} pairs)"
+    return f"clustered by pair_id ({n_clusters} pairs)"
 
 
 def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
@@ -137,6 +154,7 @@ def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, le
     counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=pair_groups(frame))
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
+    clustering = _clustering(None if counts.clusters is None else counts.n_clusters)
     rating = fit.elo(anchor).to_numpy()
     if ci == "bootstrap":
         if not bootstrap:
@@ -145,7 +163,7 @@ def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, le
         thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
         lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {_clustering(counts)}"
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}"
         if replicates.n_prior:
             interval += (
                 f"; {replicates.n_prior} rounds in which a model only won or only lost were fitted with a "
@@ -153,7 +171,7 @@ def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, le
             )
     else:
         lower, upper = fit.elo_intervals(anchor, kind=ci, level=level)
-        interval = f"{ci} Wald {level:.0%}, {_clustering(counts)}"
+        interval = f"{ci} Wald {level:.0%}, {clustering}"
     return make_table(name, counts.models, rating, lower, upper, counts.n_battles, interval=interval)
 
 
@@ -196,6 +214,7 @@ def _elo(
 ):
     a, b, outcome, models = _codes(frame)
     m, n = len(models), len(frame)
+    clusters = _pair_codes(frame)
     elo = dict(k=k, base=base, scale=scale, init=init)
     rng = np.random.default_rng(seed)
     rounds = bootstrap or DEFAULT_ELO_ROUNDS
@@ -203,7 +222,7 @@ def _elo(
         rating = online_elo(a, b, outcome, m, **elo)
         samples = np.concatenate(
             [
-                online_elo(a, b, outcome, m, orders=random_orders(n, size, rng, resample=True), **elo)
+                online_elo(a, b, outcome, m, orders=bootstrap_orders(n, size, rng, clusters=clusters), **elo)
                 for size in _sizes(rounds, _chunk(n))
             ]
         )
@@ -211,15 +230,17 @@ def _elo(
         # Elo Uncovered: average over random orders; a bootstrap round averages over the
         # same number of random orders of its resample.
         rating = _stream_mean(
-            a, b, outcome, m, lambda g: random_orders(n, permutations, g, resample=False), 1, rng, elo
+            a, b, outcome, m, lambda g: random_orders(n, permutations, g), 1, rng, elo
         )[0]
 
         def resampled(g: np.random.Generator) -> np.ndarray:
-            return random_orders(n, 1, g, resample=True)[0][random_orders(n, permutations, g, resample=False)]
+            battles = bootstrap_orders(n, 1, g, clusters=clusters)[0]  # one row: no padding
+            return battles[random_orders(len(battles), permutations, g)]
 
         samples = _stream_mean(a, b, outcome, m, resampled, rounds, rng, elo)
     lower, upper = _percentiles(samples, level)
-    interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams, seed {seed}"
+    clustering = _clustering(_n_pairs(clusters))
+    interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams, seed {seed}, {clustering}"
     n_battles = _battles_per_model(frame, models)
     return make_table(name, models, rating, lower, upper, n_battles, interval=interval, warnings=(ELO_WARNING,))
 
@@ -257,14 +278,16 @@ def _trueskill(
     means, sds = run_trueskill(a, b, outcome, m, **env)
     rating = CENTRE + factor * (means - means.mean())
     if bootstrap:
+        clusters = _pair_codes(frame)
         rng = np.random.default_rng(seed)
         samples = np.empty((bootstrap, m))
         for r in range(bootstrap):
-            idx = rng.integers(0, n, n)
+            idx = bootstrap_orders(n, 1, rng, clusters=clusters)[0]  # one row: no padding
             mu_r, _ = run_trueskill(a[idx], b[idx], outcome[idx], m, **env)
             samples[r] = CENTRE + factor * (mu_r - mu_r.mean())
         lower, upper = _percentiles(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}"
+        clustering = _clustering(_n_pairs(clusters))
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}, {clustering}"
     else:
         half = z_two_sided(level) * factor * sds
         lower, upper = rating - half, rating + half
@@ -283,8 +306,9 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
     fit = fit_style_bt(frame, covariates, reg=reg, groups=groups)
     m = len(fit.theta)
     point = np.r_[CENTRE + ELO_SCALE * fit.theta.to_numpy(), fit.coef.to_numpy()]
-    clusters = np.arange(len(frame)) if groups is None else pd.factorize(groups)[0]
-    clustering = "every vote independent (no pair_id)" if groups is None else f"clustered by pair_id ({clusters.max() + 1} pairs)"
+    codes = _pair_codes(frame)
+    clusters = np.arange(len(frame)) if codes is None else codes
+    clustering = _clustering(_n_pairs(codes))
     ridge = f"ridge reg={reg:g} as FastChat's contextual BT" if reg else "no ridge"
     if bootstrap:
         rng = np.random.default_rng(seed)
