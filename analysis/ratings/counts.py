@@ -20,6 +20,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from analysis.stats import cluster_codes
+
 __all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
 
 # Outcome codes; "tie (bothbad)" is a tie, as in FastChat's Elo code.
@@ -220,11 +222,9 @@ def aggregate(model_a, model_b, winner, weights=None, groups=None) -> PairCounts
 
 def _clusters(a, b, outcome, w, groups, m: int, kept: np.ndarray) -> Clusters:
     """The :class:`Clusters` of battles coded ``a, b, outcome`` with pairs ``kept`` (i m + j)."""
-    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
+    codes = cluster_codes(groups)
     if len(codes) != len(a):
         raise ValueError("groups must have one value per battle")
-    alone = codes < 0  # a battle without a group is a cluster of its own
-    codes[alone] = len(uniques) + np.arange(alone.sum())
     position = np.full(m * m, -1)
     position[kept] = np.arange(len(kept))
     low, high = np.minimum(a, b), np.maximum(a, b)
