@@ -2,9 +2,12 @@
 
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import torch
 
 from core.backends.base import BackendError, GenerationParams
 from core.models import family_of, get_model, resolve
@@ -40,6 +43,62 @@ def test_seeded_sampling_is_reproducible(smollm):
     params = GenerationParams(max_new_tokens=16, temperature=1.0, seed=7)
     first = smollm.generate([QUESTION], params)[0].text
     assert smollm.generate([QUESTION], params)[0].text == first
+    # The stream draws the same tokens as generate (the arena stores what it streamed).
+    assert "".join(smollm.stream(QUESTION, params)).strip() == first
+    # Rows of one batch sample too, and a batch is reproducible as a whole.
+    pair = [QUESTION, [{"role": "user", "content": "Name a color."}]]
+    batch = [c.text for c in smollm.generate(pair, params)]
+    assert all(batch) and [c.text for c in smollm.generate(pair, params)] == batch
+
+
+# An open prompt: its next-token distributions are wide, so a wrong draw shows in the text.
+STORY = [{"role": "user", "content": "Tell me a story about a dragon."}]
+SAMPLED = dict(max_new_tokens=12, temperature=0.8, top_p=0.95)
+
+
+def _streamed(model, seed: int, start: threading.Barrier | None = None) -> str:
+    if start is not None:
+        start.wait()
+    return "".join(model.stream(STORY, GenerationParams(**SAMPLED, seed=seed)))
+
+
+def test_concurrent_streams_keep_their_seeds(smollm, gemma):
+    """The arena streams both panes at once, each with the turn's stored seed: every
+    pane must show what that seed gives alone, however the two threads interleave."""
+    panes = [(smollm, 1), (gemma, 2), (smollm, 3)]
+    alone = [_streamed(model, seed) for model, seed in panes]
+    assert len(set(alone)) == 3 and all(alone)
+    for _ in range(2):
+        start = threading.Barrier(len(panes))
+        with ThreadPoolExecutor(len(panes)) as pool:
+            together = list(pool.map(lambda pane: _streamed(*pane, start), panes))
+        assert together == alone
+
+
+def test_sampling_ignores_torch_global_rng(smollm):
+    alone = _streamed(smollm, 5)
+    torch.manual_seed(123)
+    torch.rand(1000)
+    assert _streamed(smollm, 5) == alone
+    # Another thread drawing from (and reseeding) the global RNG meanwhile changes nothing,
+    # and the generation leaves the global RNG where it was.
+    done = threading.Event()
+
+    def disturb() -> None:
+        while not done.is_set():
+            torch.manual_seed(int(torch.randint(0, 2**31, ())))
+            time.sleep(0.001)
+
+    noise = threading.Thread(target=disturb)
+    noise.start()
+    try:
+        assert _streamed(smollm, 5) == alone
+    finally:
+        done.set()
+        noise.join()
+    state = torch.get_rng_state()
+    assert smollm.generate([STORY], GenerationParams(**SAMPLED, seed=5))[0].text == alone.strip()
+    assert torch.equal(torch.get_rng_state(), state)
 
 
 def test_score_prefers_the_right_continuation(smollm):

@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
-from transformers import TextIteratorStreamer
+from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, LogitsProcessorList,
+                          StoppingCriteria, StoppingCriteriaList, TemperatureLogitsWarper, TextIteratorStreamer,
+                          TopPLogitsWarper)
 
 from core.backends.base import Completion, GenerationParams, Model, Prompt
 from core.backends.chat import PLAIN_STOP, pick_template, render
@@ -37,6 +38,37 @@ class _StopOnEvent(StoppingCriteria):
 
     def __call__(self, input_ids, scores, **kwargs) -> bool:
         return self.event.is_set()
+
+
+class _SeededSampler(LogitsProcessor):
+    """Seeded sampling from a generator of its own, run inside greedy decoding.
+
+    ``generate()`` takes no generator: its sampling draws from torch's global RNG, which
+    every thread shares, so two generations at once (the arena's two panes) interleave
+    their draws and a stored seed no longer reproduces what was shown. This processor
+    warps the scores as transformers' sampling does (temperature, then top-p), draws one
+    token per row from its own generator and leaves only that token finite, so the greedy
+    step picks it. On CPU the draws are those ``torch.manual_seed(seed)`` gave transformers'
+    own sampling, so seeds stored before still give the same text. Sampling is exactly the params' temperature and top-p;
+    other warpers a model's generation config may name (min_p, typical_p) do not apply.
+    """
+
+    def __init__(self, params: GenerationParams):
+        warpers = []
+        if params.temperature != 1.0:
+            warpers.append(TemperatureLogitsWarper(params.temperature))
+        if params.top_p < 1.0:
+            warpers.append(TopPLogitsWarper(params.top_p))
+        self.warpers = LogitsProcessorList(warpers)
+        self.seed = params.seed
+        self.generator: torch.Generator | None = None  # made on the scores' device at the first step
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.generator is None:
+            self.generator = torch.Generator(scores.device).manual_seed(self.seed)
+        probs = torch.softmax(self.warpers(input_ids, scores), dim=-1)
+        drawn = torch.multinomial(probs, num_samples=1, generator=self.generator)
+        return torch.full_like(scores, float("-inf")).scatter_(1, drawn, 0.0)
 
 
 class TransformersModel(Model):
@@ -90,16 +122,17 @@ class TransformersModel(Model):
             yield order[start:start + batch_size]
 
     def _gen_kwargs(self, params: GenerationParams) -> dict:
+        """Arguments for one ``model.generate`` call; a fresh sampler each call, so every
+        call (every batch) starts from ``params.seed``."""
         kwargs = {
             "max_new_tokens": params.max_new_tokens,
             "pad_token_id": self.tokenizer.pad_token_id,
-            "do_sample": not params.greedy,
+            # Always greedy for transformers (sampling is _SeededSampler's), with the
+            # sampling defaults some generation configs carry silenced.
+            "do_sample": False, "temperature": None, "top_p": None, "top_k": None,
         }
-        if params.greedy:
-            # Silence the sampling defaults some generation configs carry.
-            kwargs.update(temperature=None, top_p=None, top_k=None)
-        else:
-            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=None)
+        if not params.greedy:
+            kwargs["logits_processor"] = LogitsProcessorList([_SeededSampler(params)])
         return kwargs
 
     # -- generation -----------------------------------------------------------------
@@ -112,7 +145,6 @@ class TransformersModel(Model):
         for batch in self._batches(texts, batch_size or self.batch_size):
             enc = self._encode([texts[i] for i in batch])
             with self._lock, torch.inference_mode():
-                torch.manual_seed(params.seed)
                 stop_kwargs = {"stop_strings": list(stops), "tokenizer": self.tokenizer} if stops else {}
                 ids = self.model.generate(**enc, **self._gen_kwargs(params), **stop_kwargs)
             new = ids[:, enc["input_ids"].shape[1]:]
@@ -141,8 +173,6 @@ class TransformersModel(Model):
         def run() -> None:
             try:
                 with torch.inference_mode():
-                    if not params.greedy:
-                        torch.manual_seed(params.seed)
                     self.model.generate(**kwargs)
             except BaseException as exc:  # surface it in the consumer instead of hanging it
                 error.append(exc)
