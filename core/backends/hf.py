@@ -49,8 +49,9 @@ class _SeededSampler(LogitsProcessor):
     warps the scores as transformers' sampling does (temperature, then top-p), draws one
     token per row from its own generator and leaves only that token finite, so the greedy
     step picks it. On CPU the draws are those ``torch.manual_seed(seed)`` gave transformers'
-    own sampling, so seeds stored before still give the same text. Sampling is exactly the params' temperature and top-p;
-    other warpers a model's generation config may name (min_p, typical_p) do not apply.
+    own sampling, so seeds stored before still give the same text. Sampling is exactly the
+    params' temperature and top-p; other warpers a model's generation config may name
+    (min_p, typical_p) do not apply.
     """
 
     def __init__(self, params: GenerationParams):
