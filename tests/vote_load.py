@@ -39,45 +39,57 @@ def voter(urls: list[str], ledger: Ledger, stop: threading.Event, index: int, sw
     is down, on the next. ``switch``: vote on another replica than the one that served."""
     cookies = httpx.Cookies()
     home = index % len(urls)
+    # One client per replica, kept (its pool drops a dead connection by itself): building
+    # an httpx client costs ~30 ms of CPU (its SSL context), and one per request starved
+    # the servers on a 2-core machine.
+    clients: dict[int, httpx.Client] = {}
 
     def post(path: str, body: dict | None = None) -> httpx.Response | None:
         nonlocal home
+        if home not in clients:
+            clients[home] = httpx.Client(base_url=urls[home], timeout=10)
+        client = clients[home]
         try:
-            with httpx.Client(base_url=urls[home], cookies=cookies, timeout=10) as client:
-                response = client.post(path, json=body)
-                cookies.update(client.cookies)
-                return response
+            client.cookies.update(cookies)  # the session may have been issued by another replica
+            response = client.post(path, json=body)
+            cookies.update(client.cookies)
+            return response
         except httpx.TransportError:
             with ledger.lock:
                 ledger.failovers += 1
             home = (home + 1) % len(urls)  # another replica knows this voter's battles too
-            time.sleep(0.05)
+            # Back off: 50 voters retrying at once must leave the restarting replica CPU to start.
+            time.sleep(0.25)
             return None
 
-    while ledger.claim() and not stop.is_set():
-        battle = None
-        while battle is None and not stop.is_set():
-            response = post("/arena-api/battles")
-            if response is not None:
-                if response.status_code != 200:
-                    ledger.errors.append(f"battle: {response.status_code} {response.text}")
-                    return
-                battle = response.json()
-        body = {"battle_id": battle["battle_id"], "choice": ("a", "b", "tie", "bothbad")[index % 4]}
-        if switch:
-            home = (home + 1) % len(urls)  # vote on a replica that did not serve the battle
-        while not stop.is_set():
-            response = post("/arena-api/votes", body)
-            if response is None:  # outcome unknown: ask again with the same battle
-                continue
-            with ledger.lock:
-                if response.status_code == 200:
-                    ledger.acked.append(battle["battle_id"])
-                elif response.status_code == 409 and "already voted" in response.json()["error"]:
-                    ledger.already.append(battle["battle_id"])
-                else:
-                    ledger.errors.append(f"vote: {response.status_code} {response.text}")
-            break
+    try:
+        while ledger.claim() and not stop.is_set():
+            battle = None
+            while battle is None and not stop.is_set():
+                response = post("/arena-api/battles")
+                if response is not None:
+                    if response.status_code != 200:
+                        ledger.errors.append(f"battle: {response.status_code} {response.text}")
+                        return
+                    battle = response.json()
+            body = {"battle_id": battle["battle_id"], "choice": ("a", "b", "tie", "bothbad")[index % 4]}
+            if switch:
+                home = (home + 1) % len(urls)  # vote on a replica that did not serve the battle
+            while not stop.is_set():
+                response = post("/arena-api/votes", body)
+                if response is None:  # outcome unknown: ask again with the same battle
+                    continue
+                with ledger.lock:
+                    if response.status_code == 200:
+                        ledger.acked.append(battle["battle_id"])
+                    elif response.status_code == 409 and "already voted" in response.json()["error"]:
+                        ledger.already.append(battle["battle_id"])
+                    else:
+                        ledger.errors.append(f"vote: {response.status_code} {response.text}")
+                break
+    finally:
+        for client in clients.values():
+            client.close()
 
 
 def vote_through_a_sigkill(servers: list, victim, timeout_s: float = 300) -> tuple[Ledger, set[str]]:
