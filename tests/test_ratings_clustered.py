@@ -103,6 +103,17 @@ def test_rate_clusters_by_pair_id_and_one_vote_per_pair_is_the_independent_case(
     assert "independent" in rate(frame.drop(columns="pair_id"), "bt").interval
 
 
+@pytest.mark.parametrize("method", ["bt", "elo", "trueskill"])
+def test_a_pair_id_column_without_any_id_is_no_clustering(method):
+    """A plain battle table is read with an all-missing pair_id column: that is the
+    independent case (and its label), not a million singleton clusters."""
+    frame = correlated_votes(np.random.default_rng(4)).drop(columns="pair_id")
+    empty = rate(frame.assign(pair_id=pd.Series([None] * len(frame), dtype=object)), method, bootstrap=20)
+    plain = rate(frame, method, bootstrap=20)
+    assert "no pair_id" in empty.interval and empty.interval == plain.interval
+    assert np.allclose(empty.table[["lower", "upper"]], plain.table[["lower", "upper"]])
+
+
 def test_clustered_sandwich_matches_a_sum_over_pairs_written_out():
     """The slow twin: per-vote scores summed within each pair, then squared, by hand."""
     frame = correlated_votes(np.random.default_rng(4))

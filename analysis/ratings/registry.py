@@ -128,8 +128,14 @@ def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
 
 
 def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
-    """The clusters of a battle frame: its ``pair_id`` column where it has one."""
-    return frame["pair_id"] if "pair_id" in frame.columns else None
+    """The clusters of a battle frame: its ``pair_id`` column where some battle has one.
+
+    A column with no pair id at all (a plain battle table gets an all-missing one when it
+    is read) makes every battle its own cluster, which is the unclustered fit: None, so
+    the label says so and a million singleton clusters are not built for nothing."""
+    if "pair_id" not in frame.columns or frame["pair_id"].isna().all():
+        return None
+    return frame["pair_id"]
 
 
 def _pair_codes(frame: pd.DataFrame) -> np.ndarray | None:
