@@ -65,16 +65,19 @@ def model_counts(records: list[Record]) -> pd.DataFrame:
 def matrices(records: list[Record]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(win fraction of row model over column model, battles per pair); a tie scores ½ each."""
     models = sorted({m for r in records for m in (r.model_a, r.model_b)})
-    score = pd.DataFrame(0.0, index=models, columns=models)
-    count = pd.DataFrame(0, index=models, columns=models)
-    for r in records:
-        a, b = r.model_a, r.model_b
-        s = {"model_a": 1.0, "model_b": 0.0}.get(r.winner, 0.5)
-        score.loc[a, b] += s
-        score.loc[b, a] += 1.0 - s
-        count.loc[a, b] += 1
-        count.loc[b, a] += 1
-    rates = (score / count.where(count > 0)).round(3)
+    code = {m: i for i, m in enumerate(models)}
+    a = np.array([code[r.model_a] for r in records], dtype=np.intp)
+    b = np.array([code[r.model_b] for r in records], dtype=np.intp)
+    s = np.array([{"model_a": 1.0, "model_b": 0.0}.get(r.winner, 0.5) for r in records])
+    # Unbuffered sums (np.add.at): one element at a time through .loc cost seconds per view.
+    score, count = np.zeros((len(models),) * 2), np.zeros((len(models),) * 2, dtype=np.int64)
+    np.add.at(score, (a, b), s)
+    np.add.at(score, (b, a), 1.0 - s)
+    np.add.at(count, (a, b), 1)
+    np.add.at(count, (b, a), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = pd.DataFrame(np.where(count > 0, score / count, np.nan), index=models, columns=models).round(3)
+    count = pd.DataFrame(count, index=models, columns=models)
     for frame in (rates, count):
         frame.index.name = "model"
     return rates.reset_index(), count.reset_index()
@@ -134,7 +137,8 @@ def compute(store, bootstrap: int = 200, seed: int = 0, category: str = "all",
     records = [r for r in rated if in_category(r, category)]
     prompt_set = ("prompt-set votes other than a logged-in voter's first on each pair" if store.prompt_set_rated
                   else "prompt-set votes, whose fixed answers a voter can recognise")
-    note = (f"{len(rated)} rated votes; {everything - len(rated)} more stored but not rated "
+    counted = f"{len(rated)} rated vote{'' if len(rated) == 1 else 's'}"
+    note = (f"{counted}; {everything - len(rated)} more stored but not rated "
             f"(named side-by-side votes, {prompt_set}, answers that named a model, "
             "or votes set aside by vote hygiene).")
     if category != "all":

@@ -73,7 +73,7 @@ def test_first_vote_then_the_leaderboard_shows_counts_and_no_error(app, browser_
 
     page.get_by_role("link", name="Leaderboard").click()
     page.wait_for_function(
-        "() => document.querySelector('#leaderboard-summary')?.innerText.includes('1 rated votes')", timeout=120_000)
+        "() => document.querySelector('#leaderboard-summary')?.innerText.includes('1 rated vote;')", timeout=120_000)
     page.wait_for_selector("#model-counts table")
     page.wait_for_timeout(1000)  # a failed event would raise its toast just after
     text = page.inner_text("body")
