@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.resample import distinct_rows, kind_draws
 from core.records import HUMAN, Record, is_human
 
 __all__ = [
@@ -129,10 +130,11 @@ def cluster_bootstrap_many(
     rng = np.random.default_rng(seed)
     values: list[list[np.ndarray]] = [[] for _ in statistics]
     # Clusters usually contribute a handful of distinct count rows; resampling k clusters
-    # is then a multinomial draw over the distinct rows (the same distribution, far cheaper).
-    rows, counts = _distinct_rows(sums)
+    # is then a multinomial draw over the distinct rows (analysis.resample: the same
+    # distribution, far cheaper).
+    rows, counts = distinct_rows(sums)
     if len(rows) <= 2000:
-        totals = rng.multinomial(k, counts / k, size=n_boot) @ rows
+        totals = np.concatenate([draws @ rows for draws in kind_draws(counts, n_boot, rng, sums.shape[1])])
         for out, statistic in zip(values, statistics):
             out.append(statistic(totals))
     else:
@@ -207,18 +209,6 @@ def strength_columns(rows: pd.DataFrame) -> np.ndarray:
         index = others.get_indexer(rows[column])
         out[at[index >= 0], index[index >= 0]] += sign
     return out
-
-
-def _distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(sums, axis=0, return_counts=True)``, fast for small non-negative integer
-    rows (counts): each row is read as one mixed-radix integer, so a 1-D unique suffices."""
-    if sums.size and np.all(sums >= 0) and np.all(sums == np.round(sums)):
-        radix = sums.max(axis=0).astype(np.int64) + 1
-        if np.sum(np.log2(radix)) < 62:
-            place = np.r_[np.cumprod(radix[::-1])[::-1][1:], 1].astype(np.int64)
-            keys, counts = np.unique(sums.astype(np.int64) @ place, return_counts=True)
-            return ((keys[:, None] // place) % radix).astype(float), counts
-    return np.unique(sums, axis=0, return_counts=True)
 
 
 @dataclass(frozen=True)
