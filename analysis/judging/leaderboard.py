@@ -30,7 +30,9 @@ judge's and the reference's verdicts on a prompt together. Each round refits bot
 Bradley-Terry leaderboards (ties as half wins, as the report's ratings) and recomputes the
 metrics with each rating's interval half-widths held at their full-data values (a resample
 of the same size has about the same widths; re-bootstrapping inside every round would cost
-a nested bootstrap).
+a nested bootstrap). Prompts whose count tables, the judge's and the reference's together, are
+identical are drawn as one kind (:mod:`analysis.resample`): the same bootstrap in
+distribution, at a cost per round that does not grow with the number of prompts.
 
 With fewer than :data:`MIN_MODELS` real models (or placeholder model names such as
 LLMBar's ``output_1``/``output_2``, which name a position, not a model) there is no
