@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.records import HUMAN, Record, is_human
+from core.records import HUMAN, Record
 
 __all__ = [
     "HUMAN_RATER",
@@ -52,40 +52,40 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def judgment_table(records: Iterable[Record], human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+def judgment_table(records: Iterable[Record] | pd.DataFrame,
+                   human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
-    A record is left out when it carries a ``parse_error`` (no verdict: ``winner`` is
-    null). ``rater`` is the judge id, or ``"human"`` for every human voter
-    (``human_prefix`` widens who counts as human, e.g. ``"expert"``); ``voter`` keeps
-    the individual id so per-voter quantities (order consistency, human-human
-    agreement) never mix two people. ``suspect`` marks a judge verdict on texts that
-    hold a verdict marker (``meta.suspect_verdict``, see ``judges.runner``).
+    ``records`` are records or their table (:mod:`analysis.record_table`). A record is left
+    out when it carries a ``parse_error`` (no verdict: ``winner`` is null). ``rater`` is
+    the judge id, or ``"human"`` for every human voter (``human_prefix`` widens who counts
+    as human, e.g. ``"expert"``); ``voter`` keeps the individual id so per-voter
+    quantities (order consistency, human-human agreement) never mix two people.
+    ``suspect`` marks a judge verdict on texts that hold a verdict marker
+    (``meta.suspect_verdict``, see ``judges.runner``).
     """
-    rows = []
-    parse_errors: dict[str, int] = {}
-    for r in records:
-        human = is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
-        rater = HUMAN_RATER if human else r.judge
-        if r.parse_error is not None:
-            parse_errors[rater] = parse_errors.get(rater, 0) + 1
-            continue
-        rows.append(
-            (
-                rater, r.judge, human, r.pair_id, r.model_a, r.model_b, r.family_a, r.family_b,
-                r.judge_family, r.winner, len(r.response_a), len(r.response_b),
-                r.response_a > r.response_b, np.nan if r.prob_a is None else float(r.prob_a),
-                r.prompt_id if r.prompt_id is not None else r.prompt, r.strength,
-                bool(r.meta.get("suspect_verdict")),
-            )
-        )
-    table = pd.DataFrame(
-        rows,
-        columns=[
-            "rater", "voter", "is_human", "pair_id", "model_a", "model_b", "family_a", "family_b",
-            "judge_family", "winner", "len_a", "len_b", "flip", "prob_a", "prompt", "strength", "suspect",
-        ],
-    )
+    from analysis import record_table
+
+    source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
+    human = record_table.is_person(source, human_prefix)
+    rater = pd.Series(np.where(human, HUMAN_RATER, source["judge"].to_numpy(dtype=object)), dtype="str")
+    failed = source["parse_error"].notna().to_numpy()
+    parse_errors = {str(k): int(v) for k, v in rater[failed].value_counts(sort=False).items()}
+    # The usable rows, in record order; a table without failures is read as it stands.
+    usable = source[~failed] if failed.any() else source
+    keep = ~failed
+    response_a, response_b = usable["response_a"], usable["response_b"]
+    table = pd.DataFrame({
+        "rater": rater[keep].to_numpy(), "voter": usable["judge"].to_numpy(), "is_human": human[keep],
+        "pair_id": usable["pair_id"].to_numpy(), "model_a": usable["model_a"].to_numpy(),
+        "model_b": usable["model_b"].to_numpy(), "family_a": usable["family_a"].to_numpy(),
+        "family_b": usable["family_b"].to_numpy(), "judge_family": usable["judge_family"].to_numpy(),
+        "winner": usable["winner"].to_numpy(), "len_a": response_a.str.len().to_numpy(dtype=np.int64),
+        "len_b": response_b.str.len().to_numpy(dtype=np.int64),
+        "flip": (response_a > response_b).to_numpy(dtype=bool), "prob_a": usable["prob_a"].to_numpy(dtype=float),
+        "prompt": usable["prompt_id"].fillna(usable["prompt"]).to_numpy(),
+        "strength": usable["strength"].to_numpy(dtype=float), "suspect": usable["suspect"].to_numpy(dtype=bool),
+    })
     table["decisive"] = table["winner"].isin(["model_a", "model_b"])
     table["first_wins"] = np.where(table["decisive"], (table["winner"] == "model_a").astype(float), np.nan)
     shown = np.where(table["decisive"], np.where(table["winner"] == "model_a", 1, -1), 0)
