@@ -292,7 +292,7 @@ def _build_report(
             if name != HUMAN_RATER and rep.ratings.bt is not None:
                 reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
     reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members,
-                                timings or {}, n_boot, rating_bootstrap, seed)
+                                timings or {}, n_boot, rating_bootstrap, seed, progress)
     worth, worth_notes = worth_of_judges(
         battle_frames.get(HUMAN_RATER),
         {n: (battle_frames[n], r.ratings.bt) for n, r in reports.items() if n != HUMAN_RATER and r.reference == HUMAN_RATER},
@@ -324,7 +324,8 @@ def build_report(*args, **kwargs) -> BiasReport:
 
 
 def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members, timings,
-                      n_boot: int, rating_bootstrap: int, seed: int) -> dict[str, RaterReport]:
+                      n_boot: int, rating_bootstrap: int, seed: int, progress: Callable | None = None
+                      ) -> dict[str, RaterReport]:
     """Add to every rater's report what judges the judge: the strength-controlled
     self-preference (one fit over all judges), its leaderboard against the reference's,
     the debiasing variants, and its annotator card."""
@@ -357,7 +358,9 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
                                  debiased_rows(ref_rows, calibrate=True), per_pair=True))
     controlled = controlled_self_preference(specs) if specs else {}
     out = {}
-    for name, rep in reports.items():
+    # The paired bootstraps of the variants and leaderboards are most of a large report's time.
+    for name in progress(list(reports), desc="judging the judges") if progress else list(reports):
+        rep = reports[name]
         card = annotator_card(battle_frames[name], parse_errors.get(name, 0), timings.get(name))
         reference = references.get(name)
         if name == HUMAN_RATER or reference is None:
