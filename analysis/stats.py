@@ -74,15 +74,21 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame,
     # The usable rows, in record order; a table without failures is read as it stands.
     usable = source[~failed] if failed.any() else source
     keep = ~failed
-    response_a, response_b = usable["response_a"], usable["response_b"]
+    texts = record_table.text_codes(usable)
+    if texts is not None:
+        code_a, code_b, distinct = texts
+        lengths = distinct.str.len().to_numpy(dtype=np.int64)
+        len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
+    else:
+        len_a = usable["response_a"].astype(object).str.len().to_numpy(dtype=np.int64)
+        len_b = usable["response_b"].astype(object).str.len().to_numpy(dtype=np.int64)
+        flip = (usable["response_a"].astype(object) > usable["response_b"].astype(object)).to_numpy(dtype=bool)
     table = pd.DataFrame({
         "rater": rater[keep].to_numpy(), "voter": usable["judge"].to_numpy(), "is_human": human[keep],
         "pair_id": usable["pair_id"].to_numpy(), "model_a": usable["model_a"].to_numpy(),
         "model_b": usable["model_b"].to_numpy(), "family_a": usable["family_a"].to_numpy(),
         "family_b": usable["family_b"].to_numpy(), "judge_family": usable["judge_family"].to_numpy(),
-        "winner": usable["winner"].to_numpy(), "len_a": response_a.str.len().to_numpy(dtype=np.int64),
-        "len_b": response_b.str.len().to_numpy(dtype=np.int64),
-        "flip": (response_a > response_b).to_numpy(dtype=bool), "prob_a": usable["prob_a"].to_numpy(dtype=float),
+        "winner": usable["winner"].to_numpy(), "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].to_numpy(dtype=float),
         "prompt": usable["prompt_id"].fillna(usable["prompt"]).to_numpy(),
         "strength": usable["strength"].to_numpy(dtype=float), "suspect": usable["suspect"].to_numpy(dtype=bool),
     })
