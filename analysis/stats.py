@@ -68,12 +68,12 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame,
 
     source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
     human = record_table.is_person(source, human_prefix)
-    rater = pd.Series(np.where(human, HUMAN_RATER, source["judge"].to_numpy(dtype=object)), dtype="str")
+    # Columns stay Arrow strings throughout: a million ids as Python objects cost seconds.
+    rater = source["judge"].where(~human, HUMAN_RATER)
     failed = source["parse_error"].notna().to_numpy()
     parse_errors = {str(k): int(v) for k, v in rater[failed].value_counts(sort=False).items()}
     # The usable rows, in record order; a table without failures is read as it stands.
     usable = source[~failed] if failed.any() else source
-    keep = ~failed
     texts = record_table.text_codes(usable)
     if texts is not None:
         code_a, code_b, distinct = texts
@@ -84,14 +84,13 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame,
         len_b = usable["response_b"].astype(object).str.len().to_numpy(dtype=np.int64)
         flip = (usable["response_a"].astype(object) > usable["response_b"].astype(object)).to_numpy(dtype=bool)
     table = pd.DataFrame({
-        "rater": rater[keep].to_numpy(), "voter": usable["judge"].to_numpy(), "is_human": human[keep],
-        "pair_id": usable["pair_id"].to_numpy(), "model_a": usable["model_a"].to_numpy(),
-        "model_b": usable["model_b"].to_numpy(), "family_a": usable["family_a"].to_numpy(),
-        "family_b": usable["family_b"].to_numpy(), "judge_family": usable["judge_family"].to_numpy(),
-        "winner": usable["winner"].to_numpy(), "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].to_numpy(dtype=float),
-        "prompt": usable["prompt_id"].fillna(usable["prompt"]).to_numpy(),
-        "strength": usable["strength"].to_numpy(dtype=float), "suspect": usable["suspect"].to_numpy(dtype=bool),
-    })
+        "rater": rater[~failed], "voter": usable["judge"], "is_human": human[~failed], "pair_id": usable["pair_id"],
+        "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],
+        "family_b": usable["family_b"], "judge_family": usable["judge_family"], "winner": usable["winner"],
+        "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
+        "prompt": usable["prompt_id"].fillna(usable["prompt"]), "strength": usable["strength"].astype(float),
+        "suspect": usable["suspect"].astype(bool),
+    }, index=usable.index).reset_index(drop=True)
     table["decisive"] = table["winner"].isin(["model_a", "model_b"])
     table["first_wins"] = np.where(table["decisive"], (table["winner"] == "model_a").astype(float), np.nan)
     shown = np.where(table["decisive"], np.where(table["winner"] == "model_a", 1, -1), 0)
