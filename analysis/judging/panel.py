@@ -22,32 +22,46 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import record_table
 from core.records import Record
 
-__all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary"]
+__all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary", "panel_table"]
 
 PANEL = "panel"
 _CANON = {"model_a": 1, "model_b": -1, "tie": 0, "tie (bothbad)": 0}
 
 
 def panel_records(records: Sequence[Record], is_person: Callable[[Record], bool], name: str = PANEL) -> list[Record]:
-    """The panel's records (module docstring); empty when fewer than two LLM judges voted.
+    """:func:`panel_table` for records: the panel's records, their ``meta`` naming the members."""
+    panel = panel_table(record_table.from_records(records), np.array([is_person(r) for r in records], dtype=bool),
+                        name)
+    fields = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "family_a",
+              "family_b", "prompt_id", "category")
+    rows = panel.astype(object).where(panel.notna(), None).to_dict("records")
+    return [Record(**{f: row[f] for f in fields}, judge=name, judge_type="llm", prob_a=row["prob_a"],
+                   meta={"panel_members": row["panel_members"], "n_verdicts": row["n_verdicts"]}) for row in rows]
 
-    ``records`` are usable records (no ``parse_error``); ``is_person`` says which are
-    people's votes, left out of the panel.
+
+def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> pd.DataFrame:
+    """The panel's rows of a record table (module docstring), with the columns ``panel_members``
+    (sorted member names) and ``n_verdicts``; empty when fewer than two LLM judges voted.
+
+    ``table`` holds usable records (no ``parse_error``); ``person`` marks people's votes,
+    left out of the panel.
     """
-    llm = [r for r in records if not is_person(r)]
-    judges, judge_names = pd.factorize(pd.Series([r.judge for r in llm], dtype=object))
+    llm = table[~person]
+    judges, judge_names = pd.factorize(llm["judge"])
     judge_names = np.asarray(judge_names, dtype=object)
     if len(judge_names) < 2:
-        return []
-    pairs, pair_ids = pd.factorize(pd.Series([r.pair_id for r in llm], dtype=object))
+        return table.iloc[:0].assign(panel_members=[], n_verdicts=[])
+    pairs, pair_ids = pd.factorize(llm["pair_id"])
     n = len(pair_ids)
     _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
-    lead_first = [llm[i].response_a for i in lead]
+    texts = record_table.text_codes(llm)
+    response_a = texts[0] if texts is not None else llm["response_a"].to_numpy(dtype=object)
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
-    orient = np.array([1 if r.response_a == lead_first[p] else -1 for r, p in zip(llm, pairs)], dtype=np.int8)
-    vote = np.array([_CANON[r.winner] for r in llm], dtype=np.int8) * orient
+    orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
+    vote = llm["winner"].map(_CANON).to_numpy(dtype=np.int8) * orient
     # Each member's one vote per pair: its verdict when every record of it on the pair agrees, else a tie.
     n_judges = len(judge_names)
     member_key = pairs.astype(np.int64) * n_judges + judges
@@ -60,27 +74,27 @@ def panel_records(records: Sequence[Record], is_person: Callable[[Record], bool]
     top = counts.max(axis=1)
     unique_top = (counts == top[:, None]).sum(axis=1) == 1
     verdict = np.where(unique_top, np.array([1, -1, 0])[counts.argmax(axis=1)], 0)
-    prob = np.array([np.nan if r.prob_a is None else r.prob_a for r in llm], dtype=float)
+    prob = llm["prob_a"].to_numpy(dtype=float)
     prob = np.where(orient == 1, prob, 1.0 - prob)
     has_prob = np.bincount(pairs, weights=~np.isnan(prob), minlength=n)
     # The mean over members of each member's mean probability (one voice per member here, too).
     member_prob = np.bincount(key_of, weights=np.nan_to_num(prob)) / n_rec
     mean_prob = np.bincount(key_pair, weights=member_prob, minlength=n) / np.maximum(np.bincount(key_pair, minlength=n), 1)
     n_verdicts = np.bincount(pairs, minlength=n)
-    member_pairs = np.unique(pairs.astype(np.int64) * len(judge_names) + judges)
-    n_members = np.bincount(member_pairs // len(judge_names), minlength=n)
-    members = np.split(member_pairs % len(judge_names), np.cumsum(n_members)[:-1])
-    winners = {1: "model_a", -1: "model_b", 0: "tie"}
-    out = []
-    for p in np.flatnonzero(n_members >= 2):
-        r = llm[lead[p]]
-        out.append(Record(
-            pair_id=r.pair_id, prompt=r.prompt, model_a=r.model_a, model_b=r.model_b,
-            response_a=r.response_a, response_b=r.response_b, winner=winners[int(verdict[p])], judge=name,
-            judge_type="llm", family_a=r.family_a, family_b=r.family_b, prompt_id=r.prompt_id, category=r.category,
-            prob_a=float(np.clip(mean_prob[p], 0.0, 1.0)) if has_prob[p] == n_verdicts[p] else None,
-            meta={"panel_members": sorted(judge_names[members[p]].tolist()), "n_verdicts": int(n_verdicts[p])},
-        ))
+    n_members = np.bincount(key_pair, minlength=n)
+    members = np.split(keys % n_judges, np.cumsum(n_members)[:-1])
+    chosen = np.flatnonzero(n_members >= 2)
+    out = llm.iloc[lead[chosen]].reset_index(drop=True)
+    out["winner"] = pd.Series(np.array(["tie", "model_a", "model_b"], dtype=object)[verdict[chosen]], dtype="str")
+    out["judge"] = name
+    out["judge_type"] = "llm"
+    for column in ("judge_family", "parse_error", "template", "mode", "baseline"):
+        out[column] = pd.Series([None] * len(out), dtype="str")
+    out["strength"] = np.nan
+    out["suspect"], out["anony"], out["identity_leak"] = False, True, False
+    out["prob_a"] = np.where(has_prob[chosen] == n_verdicts[chosen], np.clip(mean_prob[chosen], 0.0, 1.0), np.nan)
+    out["panel_members"] = [sorted(judge_names[members[p]].tolist()) for p in chosen]
+    out["n_verdicts"] = n_verdicts[chosen].astype(int)
     return out
 
 

@@ -44,7 +44,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "judged_votes", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class PPIData:
     summed outcomes, ``n_human`` the people's votes on it, ``y_human`` their summed outcomes
     and ``yhat_human`` the judge's verdict summed over those votes (its prediction for each
     of them). Outcomes are seen from model ``i``: 1 win, 1/2 tie, 0 loss. ``weight`` counts
-    each cluster's copies (1; a bootstrap draws other weights).
+    each row's copies: a row of :meth:`compressed` data stands for that many interchangeable
+    clusters, and a bootstrap draws other weights.
     """
 
     models: pd.Index
@@ -82,8 +83,28 @@ class PPIData:
     def per_pair(self, values: np.ndarray) -> np.ndarray:
         return np.bincount(self.pair, self.weight * values, len(self.i))
 
-    def resampled(self, weight: np.ndarray) -> PPIData:
-        return replace(self, weight=self.weight * weight)
+    def compressed(self) -> PPIData:
+        """One row per kind of cluster: clusters with the same model pair, verdicts and votes
+        enter every sum of the fit (all weighted) identically, so a row per kind with
+        ``weight`` the kind's summed weight gives the same fit (to rounding) at a cost of
+        O(kinds), a few hundred for a handful of models however many pairs were judged."""
+        columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
+        # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
+        kind = np.zeros(len(self.pair), dtype=np.int64)
+        for column in columns:
+            codes, uniques = pd.factorize(column)
+            kind, _ = pd.factorize(kind * len(uniques) + codes)
+        _, first = np.unique(kind, return_index=True)  # kinds are numbered in order of first sight
+        return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
+                       n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
+                       weight=np.bincount(kind, self.weight, len(first)))
+
+    def bootstrapped(self, rng: np.random.Generator) -> PPIData:
+        """The Poisson bootstrap of the clusters (each cluster Poisson(1) times; Hanley &
+        MacGibbon 2006): a row standing for ``w`` clusters draws Poisson(``w``) copies, the
+        sum of its clusters' independent Poisson(1) draws, so compressed data resample as
+        the clusters they stand for."""
+        return replace(self, weight=rng.poisson(self.weight).astype(float))
 
 
 @dataclass(frozen=True)
@@ -118,12 +139,9 @@ def _outcome_from_i(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> np.nda
     return np.where(a < b, first, 1.0 - first)
 
 
-def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
-    """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
-
-    Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
-    pair the judge never saw has no prediction and raises ``ValueError`` naming how many.
-    """
+def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, np.ndarray]:
+    """Both sets' model codes (people's votes first) and cluster keys: a cluster is one
+    pair_id with its two models, matched across the two sets; -1 without a pair_id."""
     for name, frame in (("human votes", human), ("judge verdicts", judge)):
         if frame.empty:
             raise ValueError(f"no {name} to rate with --ppi")
@@ -133,17 +151,34 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     # faster on a million string rows than looking every name up in one index).
     a, b, models = _encode_models(pd.concat([human["model_a"], judge["model_a"]], ignore_index=True),
                                   pd.concat([human["model_b"], judge["model_b"]], ignore_index=True))
+    m = len(models)
+    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
+    key = (pid_codes.astype(np.int64) * m + np.minimum(a, b)) * m + np.maximum(a, b)
+    return a, b, models, np.where(pid_codes < 0, -1, key)
+
+
+def judged_votes(human: pd.DataFrame, judge: pd.DataFrame) -> np.ndarray:
+    """Which of people's votes are on a pair the judge gave a verdict on, matched as
+    :func:`ppi_data` matches them (the votes it accepts)."""
+    *_, key = _clusters(human, judge)
+    votes, verdicts = key[:len(human)], key[len(human):]
+    return (votes >= 0) & np.isin(votes, verdicts)
+
+
+def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
+    """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
+
+    Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
+    pair the judge never saw has no prediction and raises ``ValueError`` naming how many
+    (:func:`judged_votes` picks the others). The clusters come back
+    :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    """
+    a, b, models, key = _clusters(human, judge)
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
     m, n_h = len(models), len(human)
     y = _outcome_from_i(a, b, np.r_[encode_winners(human["winner"]), encode_winners(judge["winner"])])
-    (ha, hb, hy), (ja, jb, jy) = (a[:n_h], b[:n_h], y[:n_h]), (a[n_h:], b[n_h:], y[n_h:])
-    # A cluster: one pair_id with its two models (matched across the two sets).
-    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
-    low = np.r_[np.minimum(ha, hb), np.minimum(ja, jb)]
-    high = np.r_[np.maximum(ha, hb), np.maximum(ja, jb)]
-    missing_pid = pid_codes < 0
-    key = np.where(missing_pid, -1, (pid_codes.astype(np.int64) * m + low) * m + high)
+    hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
     cluster, uniques = pd.factorize(key)
@@ -159,7 +194,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         )
     judged = n_judge_records > 0
     verdict = np.bincount(jc, jy, n_clusters) / np.maximum(n_judge_records, 1)  # both-orders verdict
-    pair_key = low * m + high
+    pair_key = np.minimum(a, b) * m + np.maximum(a, b)
     cluster_pair_key = np.zeros(n_clusters, dtype=np.int64)
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
@@ -176,7 +211,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         yhat_human=n_human * verdict,
         weight=np.ones(n_clusters),
         n_battles=np.bincount(a, minlength=m) + np.bincount(b, minlength=m),
-    )
+    ).compressed()
 
 
 def _counts(data: PPIData, lam: float, n: float, big_n: float) -> PairCounts:
