@@ -30,6 +30,7 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_bootstrap_many",
     "cluster_codes",
+    "positions",
     "clustered_rate_ci",
     "strength_columns",
     "fit_logit",
@@ -200,6 +201,23 @@ def cluster_codes(groups) -> np.ndarray:
     alone = codes < 0
     codes[alone] = len(uniques) + np.arange(alone.sum())
     return codes
+
+
+def positions(index: pd.Index, values) -> np.ndarray:
+    """``index.get_indexer(values)``: where each value sits in the unique ``index``, -1 when it
+    is not there (or missing). Strings are looked up by Arrow's hash join: pandas first makes
+    a Python object of every Arrow string (0.5 s for a million rows, against 0.09)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pd.Series(values, copy=False)
+    if isinstance(values.dtype, pd.StringDtype) and isinstance(index.dtype, pd.StringDtype):
+        try:
+            found = pc.index_in(pa.array(values.array), value_set=pa.array(index.array))
+            return found.fill_null(-1).to_numpy().astype(np.intp)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass
+    return index.get_indexer(values)
 
 
 def strength_columns(rows: pd.DataFrame) -> np.ndarray:

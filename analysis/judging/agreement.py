@@ -66,12 +66,16 @@ class RankAgreement:
 
 
 def _counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """Votes per item and canonical category: columns 1, -1, 0."""
+    """Votes per item and canonical category: columns 1, -1, 0; items sorted."""
     if rows.empty:
         return pd.DataFrame(columns=list(_CATS), dtype=int)
-    return rows.groupby(["pair_id", "canon"]).size().unstack("canon", fill_value=0).reindex(
-        columns=list(_CATS), fill_value=0
-    )
+    # A bincount over factorized items: a two-key groupby and unstack took 0.2 s a million rows.
+    items, names = pd.factorize(rows["pair_id"], sort=True)
+    cats = pd.Index(_CATS).get_indexer(rows["canon"].to_numpy())
+    keep = (items >= 0) & (cats >= 0)
+    table = np.bincount(items[keep] * len(_CATS) + cats[keep], minlength=len(names) * len(_CATS))
+    return pd.DataFrame(table.reshape(-1, len(_CATS)), index=pd.Index(names, name="pair_id"),
+                        columns=pd.Index(list(_CATS), name="canon"))
 
 
 def _name_orientation(rows: pd.DataFrame) -> pd.Series:
