@@ -294,19 +294,17 @@ def _information(data: PPIData, p: np.ndarray, lam: float, n: float, big_n: floa
     return _laplacian(data, data.per_pair(data.n_judge + data.n_human) * p * (1 - p) / (n + big_n))
 
 
-def _fit_at(data: PPIData, lam: float | None, n: float, big_n: float):
-    """Solve at ``lam`` (tuned when None, PPI++ sec. 2.2) and return theta, covariance, lam."""
-    if lam is None:
-        _, p = _solve(data, 1.0, n, big_n)
-        lam = _tuned_lambda(data, p, n, big_n)
-    theta, p = _solve(data, lam, n, big_n)
+def _fit_at(data: PPIData, lam: float, n: float, big_n: float,
+            solved: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Solve at ``lam`` (unless ``solved`` holds that solution) and return theta and its covariance."""
+    theta, p = solved if solved is not None else _solve(data, lam, n, big_n)
     sc = _scores(data, p, n, big_n)
     psi = sc.human + lam * sc.judge
     shares = sc.human_shares + lam * sc.judge_shares
     meat = _cross(data, psi, shares, psi, shares, sc.means)
     counts = _counts(data, lam, n, big_n)
     bread = _regularised_inverse(_information(data, p, lam, n, big_n), counts, 0.0)
-    return theta, bread @ meat @ bread, lam
+    return theta, bread @ meat @ bread
 
 
 def _tuned_lambda(data: PPIData, p: np.ndarray, n: float, big_n: float) -> float:
@@ -340,8 +338,17 @@ def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
         seen = people.totals > 0
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
         _check_connected(replace(people, i=people.i[seen], j=people.j[seen]))
-        classical_theta, classical_cov, _ = _fit_at(data, 0.0, n, big_n)
-        theta, cov, tuned = _fit_at(data, lam, n, big_n) if lam != 0 else (classical_theta, classical_cov, 0.0)
+        classical_theta, classical_cov = _fit_at(data, 0.0, n, big_n)
+        tuned, pilot = lam, None
+        if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
+            pilot = _solve(data, 1.0, n, big_n)
+            tuned = _tuned_lambda(data, pilot[1], n, big_n)
+        # A lambda clipped to 0 or 1 is a fit already made (0: the people-alone fit, most
+        # bootstrap rounds of a judge that adds little); only a lambda inside needs its own.
+        if tuned == 0:
+            theta, cov = classical_theta, classical_cov
+        else:
+            theta, cov = _fit_at(data, tuned, n, big_n, pilot if tuned == 1 else None)
         if lam is None and np.sqrt(np.diag(cov).clip(0)).mean() > np.sqrt(np.diag(classical_cov).clip(0)).mean():
             theta, cov, tuned = classical_theta, classical_cov, 0.0
     return PPIFit(
