@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _regularised_inverse, newton
-from .counts import TIE, WIN_A, Incidence, PairCounts, _encode_models, encode_winners
+from .counts import TIE, WIN_A, PairCounts, _encode_models, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
@@ -232,9 +232,15 @@ def _solve(data: PPIData, lam: float, n: float, big_n: float) -> tuple[np.ndarra
     return theta, 1.0 / (1.0 + np.exp(-(theta[data.i] - theta[data.j])))
 
 
-def _scatter(data: PPIData, per_pair: np.ndarray) -> np.ndarray:
-    """``sum_k per_pair_k (e_i - e_j)`` over the model pairs."""
-    return Incidence(data.i, data.j, data.n_models).T @ per_pair
+def _scatter(data: PPIData, values: np.ndarray) -> np.ndarray:
+    """``sum_c w_c values_rc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
+    first), for each row ``r`` of ``values``: (rows, models) from two bincounts however many
+    rows, the sums one row at a time would give (a fit makes thousands of these calls)."""
+    k, n_pairs, m = len(values), len(data.i), data.n_models
+    row = np.arange(k)[:, None]
+    per_pair = np.bincount((data.pair + n_pairs * row).ravel(), (values * data.weight).ravel(), k * n_pairs)
+    at = (data.i + m * row).ravel(), (data.j + m * row).ravel()
+    return (np.bincount(at[0], per_pair, k * m) - np.bincount(at[1], per_pair, k * m)).reshape(k, m)
 
 
 @dataclass(frozen=True)
@@ -262,7 +268,7 @@ def _scores(data: PPIData, p: np.ndarray, n: float, big_n: float) -> _Scores:
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
     # Each part's mean score (per judged pair, per vote): what its clusters are centred by.
-    means = np.stack([_scatter(data, data.per_pair(r)) for r in (r_judge, r_human, r_pred)])
+    means = _scatter(data, np.stack([r_judge, r_human, r_pred]))
     zero = np.zeros_like(pk)
     return _Scores(
         human=r_human,
@@ -279,8 +285,7 @@ def _cross(data: PPIData, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray, t_
     in O(clusters + models^2): no (clusters, models) matrix is built."""
     w = data.weight
     out = _laplacian(data, data.per_pair(s * t))
-    left = np.stack([_scatter(data, data.per_pair(s * t_shares[:, v])) for v in range(3)])  # (3, m)
-    right = np.stack([_scatter(data, data.per_pair(t * s_shares[:, v])) for v in range(3)])
+    left, right = np.split(_scatter(data, np.concatenate([s * t_shares.T, t * s_shares.T])), 2)  # (3, m) each
     out -= left.T @ means + means.T @ right
     out += means.T @ ((s_shares * w[:, None]).T @ t_shares) @ means
     return out
