@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from core.records import HUMAN, WINNERS, Record, RecordError
 
-__all__ = ["COLUMNS", "from_arrow", "from_records", "is_person"]
+__all__ = ["COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
 
 TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "judge", "judge_type",
         "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
@@ -61,7 +61,11 @@ def from_records(records: Sequence[Record]) -> pd.DataFrame:
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(frame["response_a"].dtype, pd.CategoricalDtype):
+        frame["response_a"], frame["response_b"] = shared_texts(frame["response_a"], frame["response_b"])
     for name in TEXT:
+        if name in ("response_a", "response_b"):
+            continue
         column = frame[name]
         if column.dtype != "str":
             # Non-text ids (a number as prompt_id) are written as text, as str() would.
@@ -73,6 +77,51 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for name in ("suspect", "anony", "identity_leak"):
         frame[name] = frame[name].astype(bool)
     return frame
+
+
+def _arrow_text(values) -> pa.ChunkedArray:
+    if isinstance(values, pa.ChunkedArray):
+        return values
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    return pa.chunked_array([pa.array(list(values) if not isinstance(values, pd.Series) else values.to_numpy(object),
+                                      type=pa.large_string())])
+
+
+def shared_texts(response_a, response_b) -> tuple[pd.Series, pd.Series]:
+    """Both response columns as categoricals over one sorted set of texts (Arrow columns, Series
+    or lists in; sorted, so a code's order is the texts' order, as Python compares strings)."""
+    a, b = _arrow_text(response_a), _arrow_text(response_b)
+    if a.type != b.type:
+        a, b = a.cast(pa.large_string()), b.cast(pa.large_string())
+    both = pa.chunked_array(a.chunks + b.chunks, type=a.type)
+    encoded = pc.dictionary_encode(both)
+    chunks = encoded.chunks
+    if not chunks or any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+        encoded = pc.dictionary_encode(both.cast(pa.large_string()).combine_chunks())
+        chunks = [encoded]
+    dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])] if chunks else \
+        np.zeros(0, dtype=np.int64)
+    categories = pd.Index(dictionary.take(pa.array(order)).to_pandas(), dtype="str")
+    n = len(a)
+    return (pd.Series(pd.Categorical.from_codes(codes[:n], categories=categories, ordered=True)),
+            pd.Series(pd.Categorical.from_codes(codes[n:], categories=categories, ordered=True)))
+
+
+def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index] | None:
+    """``(codes_a, codes_b, texts)`` of a table's responses when they share sorted texts
+    (:func:`shared_texts`), else None: equal codes are equal texts, a larger code a later text."""
+    a, b = table["response_a"], table["response_b"]
+    if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
+        return None
+    # Ordered categories come from shared_texts, whose order is the texts' own.
+    if not (a.cat.ordered and b.cat.ordered and a.cat.categories.equals(b.cat.categories)):
+        return None
+    return a.cat.codes.to_numpy(), b.cat.codes.to_numpy(), a.cat.categories
 
 
 def _problem(message: str) -> RecordError:
@@ -134,7 +183,12 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
             raise _problem(f"missing required field {name!r}")
     if "meta" in names and not (pa.types.is_struct(table["meta"].type) or pa.types.is_null(table["meta"].type)):
         raise _problem("meta must be an object")
-    columns = {name: _text(table, name) for name in TEXT if name in names and name not in ("mode", "baseline")}
+    columns = {name: _text(table, name) for name in TEXT
+               if name in names and name not in ("mode", "baseline", "response_a", "response_b")}
+    for name in ("response_a", "response_b"):
+        if not (pa.types.is_string(table[name].type) or pa.types.is_large_string(table[name].type)):
+            raise _problem(f"field {name!r} must be a string, got {table[name].type}")
+    columns["response_a"], columns["response_b"] = shared_texts(table["response_a"], table["response_b"])
     for name in TEXT:
         if name not in columns and name not in ("mode", "baseline"):
             columns[name] = _text(table, name, pa.chunked_array([pa.nulls(table.num_rows, pa.string())]))

@@ -56,7 +56,11 @@ def read_table(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False,
     tables = [t for t in tables if len(t)]
     if not tables:
         return record_table.from_records([]), tuple(issues)
-    table = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+    if len(tables) == 1:
+        return tables[0], tuple(issues)
+    table = pd.concat(tables, ignore_index=True)
+    # Each file's responses were coded on its own texts: one set of texts for all.
+    table["response_a"], table["response_b"] = record_table.shared_texts(table["response_a"], table["response_b"])
     return table, tuple(issues)
 
 

@@ -57,7 +57,8 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     pairs, pair_ids = pd.factorize(llm["pair_id"])
     n = len(pair_ids)
     _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
-    response_a = llm["response_a"].to_numpy(dtype=object)
+    texts = record_table.text_codes(llm)
+    response_a = texts[0] if texts is not None else llm["response_a"].to_numpy(dtype=object)
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
     orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
     vote = llm["winner"].map(_CANON).to_numpy(dtype=np.int8) * orient
@@ -124,11 +125,17 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     for the reference); ``families`` maps each member to its family.
     """
     from analysis.judging.agreement import agreement_sums
+    from analysis.resample import paired_totals
     from analysis.stats import clustered_rate_ci, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
-    pairs = set(panel_rows["pair_id"])
-    ref = reference_rows[reference_rows["pair_id"].isin(pairs)]
+    # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).
+    pairs = pd.Index(panel_rows["pair_id"].unique())
+
+    def on_panel_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+        return rows[pairs.get_indexer(rows["pair_id"]) >= 0]
+
+    ref = on_panel_pairs(reference_rows)
     ties = (panel_rows["canon"].to_numpy() == 0)
     tie_rate = float(ties.mean()) if len(ties) else None
     tie_ci = wilson_interval(int(ties.sum()), len(ties)) if len(ties) else None
@@ -148,7 +155,7 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
         return PanelSummary(members, tie_rate, tie_ci, None, None, None, None, None, None, None, own,
                             "no reference votes on the panel's pairs")
     panel_sums = agreement_sums(panel_rows, ref)
-    member_sums = {m: agreement_sums(rows[rows["pair_id"].isin(pairs)], ref) for m, rows in member_rows.items()}
+    member_sums = {m: agreement_sums(on_panel_pairs(rows), ref) for m, rows in member_rows.items()}
     s1 = {m: s["same"].sum() / s["total"].sum() for m, s in member_sums.items() if s["total"].sum() > 0}
     if not s1:
         return PanelSummary(members, tie_rate, tie_ci, ref_rate, ref_ci, None, None, None, None, None, own,
@@ -156,15 +163,14 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     best = max(s1, key=lambda m: (s1[m], m))
     items = panel_sums.index.intersection(member_sums[best].index)
     a, b = panel_sums.loc[items].to_numpy(), member_sums[best].loc[items].to_numpy()
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(len(items), np.full(len(items), 1 / len(items)), size=n_boot).astype(float)
+    # Paired: items drawn as kinds of identical (panel, member) sums, the same draws for both.
+    ta, tb = paired_totals([a, b], len(items), n_boot, seed)
     out = []
     for num, den in ((0, 1), (2, 3)):
         if a[:, den].sum() == 0 or b[:, den].sum() == 0:
             out += [None, None]
             continue
         point = a[:, num].sum() / a[:, den].sum() - b[:, num].sum() / b[:, den].sum()
-        ta, tb = draws @ a, draws @ b
         with np.errstate(divide="ignore", invalid="ignore"):
             diffs = ta[:, num] / ta[:, den] - tb[:, num] / tb[:, den]
         diffs = diffs[np.isfinite(diffs)]

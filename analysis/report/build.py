@@ -121,6 +121,12 @@ def _choose_reference(name: str, shared: dict[str, int], families: dict[str, str
     return min(candidates, key=lambda o: (mine is not None and families.get(o) == mine, -shared[o], o))
 
 
+def _shared_pairs(name: str, pair_sets: dict[str, np.ndarray]) -> dict[str, int]:
+    """How many pairs each other rater judged with ``name`` (pair codes, each set sorted and unique)."""
+    return {other: len(np.intersect1d(pair_sets[name], codes, assume_unique=True))
+            for other, codes in pair_sets.items() if other != name}
+
+
 def _rater_family(name: str, rows: pd.DataFrame) -> str | None:
     """The judge's family as its records state it, else as the model registry knows it."""
     families = rows["judge_family"].dropna()
@@ -128,7 +134,7 @@ def _rater_family(name: str, rows: pd.DataFrame) -> str | None:
     return None if family == "unknown" else family
 
 
-def rating_frames(table: pd.DataFrame, raters: np.ndarray) -> dict[str, pd.DataFrame]:
+def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFrame]:
     """One battle frame per rater (``raters``: each row's rater; raters in order of first
     appearance, rows in table order), the responses' style features counted once for all.
 
@@ -138,7 +144,7 @@ def rating_frames(table: pd.DataFrame, raters: np.ndarray) -> dict[str, pd.DataF
     from analysis.frames import battle_frame
     from analysis.ratings import add_style_features
 
-    codes, names = pd.factorize(pd.Series(raters, dtype=object))
+    codes, names = pd.factorize(raters)
     order = np.argsort(codes, kind="stable")
     frame = add_style_features(battle_frame(table.iloc[order]))
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(names)))]
@@ -234,8 +240,9 @@ def _build_report(
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
-    pair_sets = {name: set(rows["pair_id"]) for name, rows in by_rater.items()}
-    battle_frames = rating_frames(table[usable], np.where(person, HUMAN_RATER, table["judge"].to_numpy(dtype=object))[usable])
+    pair_code = pd.factorize(judged["pair_id"])[0]
+    pair_sets = {name: np.unique(pair_code[rows.index]) for name, rows in by_rater.items()}
+    battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     steps = progress(names, desc="raters") if progress else names
     reports: dict[str, RaterReport] = {}
@@ -243,7 +250,7 @@ def _build_report(
     for name in steps:
         rows = by_rater[name]
         family = families[name]
-        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        shared = _shared_pairs(name, pair_sets)
         reference = None if name == HUMAN_RATER else _choose_reference(name, shared, families)
         same_pairs = None
         if name == HUMAN_RATER:
@@ -348,7 +355,7 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
     for name in reports:
         if name == HUMAN_RATER:
             continue
-        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        shared = _shared_pairs(name, pair_sets)
         references[name] = reference = _choose_reference(name, shared, families)
         if reference is None or name == PANEL:
             continue
