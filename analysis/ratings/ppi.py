@@ -87,7 +87,8 @@ class PPIData:
         """One row per kind of cluster: clusters with the same model pair, verdicts and votes
         enter every sum of the fit (all weighted) identically, so a row per kind with
         ``weight`` the kind's summed weight gives the same fit (to rounding) at a cost of
-        O(kinds), a few hundred for a handful of models however many pairs were judged."""
+        O(kinds), a few hundred for a handful of models however many pairs were judged (the
+        counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
         # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
         kind = np.zeros(len(self.pair), dtype=np.int64)
