@@ -68,11 +68,11 @@ def _people_on(data: PPIData, keep: np.ndarray) -> PPIData:
     """``data`` with people's votes kept on ``keep`` of each row's clusters only: a row splits
     into the part that keeps its people and the part that loses them."""
     lose = data.weight - keep
-    both = np.r_[keep > 0, lose > 0]
+    both = np.concatenate([keep > 0, lose > 0])
     gone = np.zeros_like(data.n_human)
 
     def split(kept: np.ndarray, lost: np.ndarray) -> np.ndarray:
-        return np.r_[kept, lost][both]
+        return np.concatenate([kept, lost])[both]
 
     return replace(data, pair=split(data.pair, data.pair), n_judge=split(data.n_judge, data.n_judge),
                    yhat_judge=split(data.yhat_judge, data.yhat_judge), n_human=split(data.n_human, gone),

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _regularised_inverse, newton
-from .counts import TIE, WIN_A, Incidence, PairCounts, _encode_models, encode_winners
+from .counts import TIE, WIN_A, PairCounts, _encode_models, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
@@ -87,7 +87,8 @@ class PPIData:
         """One row per kind of cluster: clusters with the same model pair, verdicts and votes
         enter every sum of the fit (all weighted) identically, so a row per kind with
         ``weight`` the kind's summed weight gives the same fit (to rounding) at a cost of
-        O(kinds), a few hundred for a handful of models however many pairs were judged."""
+        O(kinds), a few hundred for a handful of models however many pairs were judged (the
+        counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
         # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
         kind = np.zeros(len(self.pair), dtype=np.int64)
@@ -232,9 +233,15 @@ def _solve(data: PPIData, lam: float, n: float, big_n: float) -> tuple[np.ndarra
     return theta, 1.0 / (1.0 + np.exp(-(theta[data.i] - theta[data.j])))
 
 
-def _scatter(data: PPIData, per_pair: np.ndarray) -> np.ndarray:
-    """``sum_k per_pair_k (e_i - e_j)`` over the model pairs."""
-    return Incidence(data.i, data.j, data.n_models).T @ per_pair
+def _scatter(data: PPIData, values: np.ndarray) -> np.ndarray:
+    """``sum_c w_c values_rc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
+    first), for each row ``r`` of ``values``: (rows, models) from two bincounts however many
+    rows, the sums one row at a time would give (a fit makes thousands of these calls)."""
+    k, n_pairs, m = len(values), len(data.i), data.n_models
+    row = np.arange(k)[:, None]
+    per_pair = np.bincount((data.pair + n_pairs * row).ravel(), (values * data.weight).ravel(), k * n_pairs)
+    at = (data.i + m * row).ravel(), (data.j + m * row).ravel()
+    return (np.bincount(at[0], per_pair, k * m) - np.bincount(at[1], per_pair, k * m)).reshape(k, m)
 
 
 @dataclass(frozen=True)
@@ -262,7 +269,7 @@ def _scores(data: PPIData, p: np.ndarray, n: float, big_n: float) -> _Scores:
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
     # Each part's mean score (per judged pair, per vote): what its clusters are centred by.
-    means = np.stack([_scatter(data, data.per_pair(r)) for r in (r_judge, r_human, r_pred)])
+    means = _scatter(data, np.stack([r_judge, r_human, r_pred]))
     zero = np.zeros_like(pk)
     return _Scores(
         human=r_human,
@@ -279,8 +286,7 @@ def _cross(data: PPIData, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray, t_
     in O(clusters + models^2): no (clusters, models) matrix is built."""
     w = data.weight
     out = _laplacian(data, data.per_pair(s * t))
-    left = np.stack([_scatter(data, data.per_pair(s * t_shares[:, v])) for v in range(3)])  # (3, m)
-    right = np.stack([_scatter(data, data.per_pair(t * s_shares[:, v])) for v in range(3)])
+    left, right = np.split(_scatter(data, np.concatenate([s * t_shares.T, t * s_shares.T])), 2)  # (3, m) each
     out -= left.T @ means + means.T @ right
     out += means.T @ ((s_shares * w[:, None]).T @ t_shares) @ means
     return out
@@ -294,19 +300,17 @@ def _information(data: PPIData, p: np.ndarray, lam: float, n: float, big_n: floa
     return _laplacian(data, data.per_pair(data.n_judge + data.n_human) * p * (1 - p) / (n + big_n))
 
 
-def _fit_at(data: PPIData, lam: float | None, n: float, big_n: float):
-    """Solve at ``lam`` (tuned when None, PPI++ sec. 2.2) and return theta, covariance, lam."""
-    if lam is None:
-        _, p = _solve(data, 1.0, n, big_n)
-        lam = _tuned_lambda(data, p, n, big_n)
-    theta, p = _solve(data, lam, n, big_n)
+def _fit_at(data: PPIData, lam: float, n: float, big_n: float,
+            solved: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Solve at ``lam`` (unless ``solved`` holds that solution) and return theta and its covariance."""
+    theta, p = solved if solved is not None else _solve(data, lam, n, big_n)
     sc = _scores(data, p, n, big_n)
     psi = sc.human + lam * sc.judge
     shares = sc.human_shares + lam * sc.judge_shares
     meat = _cross(data, psi, shares, psi, shares, sc.means)
     counts = _counts(data, lam, n, big_n)
     bread = _regularised_inverse(_information(data, p, lam, n, big_n), counts, 0.0)
-    return theta, bread @ meat @ bread, lam
+    return theta, bread @ meat @ bread
 
 
 def _tuned_lambda(data: PPIData, p: np.ndarray, n: float, big_n: float) -> float:
@@ -340,8 +344,17 @@ def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
         seen = people.totals > 0
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
         _check_connected(replace(people, i=people.i[seen], j=people.j[seen]))
-        classical_theta, classical_cov, _ = _fit_at(data, 0.0, n, big_n)
-        theta, cov, tuned = _fit_at(data, lam, n, big_n) if lam != 0 else (classical_theta, classical_cov, 0.0)
+        classical_theta, classical_cov = _fit_at(data, 0.0, n, big_n)
+        tuned, pilot = lam, None
+        if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
+            pilot = _solve(data, 1.0, n, big_n)
+            tuned = _tuned_lambda(data, pilot[1], n, big_n)
+        # A lambda clipped to 0 or 1 is a fit already made (0: the people-alone fit, most
+        # bootstrap rounds of a judge that adds little); only a lambda inside needs its own.
+        if tuned == 0:
+            theta, cov = classical_theta, classical_cov
+        else:
+            theta, cov = _fit_at(data, tuned, n, big_n, pilot if tuned == 1 else None)
         if lam is None and np.sqrt(np.diag(cov).clip(0)).mean() > np.sqrt(np.diag(classical_cov).clip(0)).mean():
             theta, cov, tuned = classical_theta, classical_cov, 0.0
     return PPIFit(
