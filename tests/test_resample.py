@@ -76,3 +76,20 @@ def test_the_paired_kind_bootstrap_is_the_unit_level_bootstrap_in_distribution()
     width = want[1] - want[0]
     assert np.abs(got - want).max() < 0.1 * width, (want, got)
     assert abs(kind_level.std() / unit_level.std() - 1) < 0.06
+
+
+def test_string_lookups_through_arrow_equal_pandas():
+    """The one pass over the rows looks prompts, pairs and models up with
+    :func:`analysis.stats.positions` (Arrow's hash join for strings): the same positions as
+    pandas' ``get_indexer``, a missing value matching nothing, whatever the strings' dtype."""
+    import pandas as pd
+
+    from analysis.stats import positions
+
+    words = ["q1", "q7", None, "q3", "zz", "q1"]
+    for index in (pd.Index(["q1", "q3", "q7"], dtype="str"), pd.Index(["q1", "q3", "q7"], dtype=object),
+                  pd.Index([1, 3, 7])):
+        for values in (pd.Series(words, dtype="str"), pd.Series(words, dtype=object), pd.Series(words, dtype="category"),
+                       pd.Series(["q1", 3, None], dtype=object), pd.Series([7, 1, 2])):
+            want = np.where(values.isna().to_numpy(), -1, index.get_indexer(values))
+            assert np.array_equal(positions(index, values), want), (index.dtype, values.tolist())
