@@ -89,7 +89,8 @@ def test_string_lookups_through_arrow_equal_pandas():
     words = ["q1", "q7", None, "q3", "zz", "q1"]
     for index in (pd.Index(["q1", "q3", "q7"], dtype="str"), pd.Index(["q1", "q3", "q7"], dtype=object),
                   pd.Index([1, 3, 7])):
-        for values in (pd.Series(words, dtype="str"), pd.Series(words, dtype=object), pd.Series(words, dtype="category"),
-                       pd.Series(["q1", 3, None], dtype=object), pd.Series([7, 1, 2])):
+        for values in (pd.Series(words, dtype="str"), pd.Series(words, dtype=object),
+                       pd.Series(words, dtype="category"), pd.Series(["q1", 3, None], dtype=object),
+                       pd.Series([7, 1, 2])):
             want = np.where(values.isna().to_numpy(), -1, index.get_indexer(values))
             assert np.array_equal(positions(index, values), want), (index.dtype, values.tolist())

@@ -36,8 +36,8 @@ import pandas as pd
 from analysis.bias.position import debiased_verdicts
 from analysis.stats import cluster_bootstrap_many, wilson_interval
 
-__all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items", "human_baseline", "rank_agreement",
-           "spearman_permutation_p"]
+__all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
+           "human_baseline", "rank_agreement", "spearman_permutation_p"]
 
 _CATS = (1, -1, 0)
 
