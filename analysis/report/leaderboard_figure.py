@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from analysis.report.build import BiasReport
 from analysis.report.plotting import color as _color, new_figure
 
@@ -81,8 +83,9 @@ def leaderboard_figure(report: BiasReport):
         lb = r.leaderboard
         sub = "" if lb.brier is None else f"Brier {lb.brier:.3f}, separability {lb.separability:.2f}"
         ax.set_title(f"{r.rater}\n{sub}", fontsize=9)
-        ax.set_xlabel(f"{r.reference} rating (BT, 95% CI)")
-        ax.set_ylabel(f"{r.rater} rating (BT, 95% CI)")
+        # Wrapped: a judge named with its settings ("... (generate, prometheus-relative)") ran into the next panel.
+        ax.set_xlabel(textwrap.fill(f"{r.reference} rating (BT, 95% CI)", 40, break_on_hyphens=False))
+        ax.set_ylabel(textwrap.fill(f"{r.rater} rating (BT, 95% CI)", 40, break_on_hyphens=False))
     for k in range(len(judges), rows * cols):
         axes[k // cols][k % cols].axis("off")
     return fig
