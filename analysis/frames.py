@@ -19,9 +19,10 @@ from pathlib import Path
 import pandas as pd
 
 from core.ratable import prompt_set_left_out
+from analysis import record_table
 from core.records import Record, is_human
 
-__all__ = ["COLUMNS", "load_frame", "records_to_frame"]
+__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame"]
 
 COLUMNS = [
     "model_a",
@@ -49,41 +50,14 @@ _OPTIONAL_TEXT = ["judge", "judge_type", "pair_id", "response_a", "response_b", 
                   "judge_family", "prompt_id", "parse_error", "baseline"]
 
 
-def _flag(record: Record, name: str, default: bool) -> bool:
-    for source in (record.extra, record.meta):
-        if name in source and source[name] is not None:
-            return bool(source[name])
-    return default
-
-
 def records_to_frame(records: Iterable[Record]) -> pd.DataFrame:
     """One row per record with the columns listed in the module docstring."""
-    rows = [
-        {
-            "model_a": r.model_a,
-            "model_b": r.model_b,
-            "winner": r.winner,
-            "judge": r.judge,
-            "judge_type": r.judge_type,
-            "pair_id": r.pair_id,
-            "response_a": r.response_a,
-            "response_b": r.response_b,
-            "category": r.category,
-            "anony": _flag(r, "anony", True),
-            "identity_leak": _flag(r, "identity_leak", False),
-            "family_a": r.family_a,
-            "family_b": r.family_b,
-            "judge_family": r.judge_family,
-            "prompt_id": r.prompt_id,
-            "tstamp": r.tstamp,
-            "parse_error": r.parse_error,
-            "prob_a": r.prob_a,
-            "strength": r.strength,
-            "baseline": r.meta.get("baseline") if isinstance(r.meta, dict) else None,
-        }
-        for r in records
-    ]
-    return _complete(pd.DataFrame(rows, columns=COLUMNS))
+    return battle_frame(record_table.from_records(list(records)))
+
+
+def battle_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The battle frame of a record table (:mod:`analysis.record_table`), row for row."""
+    return _complete(table[[c for c in COLUMNS if c in table.columns]].reset_index(drop=True))
 
 
 def _missing_text(n: int, index: pd.Index) -> pd.Series:

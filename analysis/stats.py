@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.records import HUMAN, Record, is_human
+from analysis.resample import distinct_rows, kind_draws
+from core.records import HUMAN, Record
 
 __all__ = [
     "HUMAN_RATER",
@@ -52,40 +53,45 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def judgment_table(records: Iterable[Record], human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+def judgment_table(records: Iterable[Record] | pd.DataFrame,
+                   human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
-    A record is left out when it carries a ``parse_error`` (no verdict: ``winner`` is
-    null). ``rater`` is the judge id, or ``"human"`` for every human voter
-    (``human_prefix`` widens who counts as human, e.g. ``"expert"``); ``voter`` keeps
-    the individual id so per-voter quantities (order consistency, human-human
-    agreement) never mix two people. ``suspect`` marks a judge verdict on texts that
-    hold a verdict marker (``meta.suspect_verdict``, see ``judges.runner``).
+    ``records`` are records or their table (:mod:`analysis.record_table`). A record is left
+    out when it carries a ``parse_error`` (no verdict: ``winner`` is null). ``rater`` is
+    the judge id, or ``"human"`` for every human voter (``human_prefix`` widens who counts
+    as human, e.g. ``"expert"``); ``voter`` keeps the individual id so per-voter
+    quantities (order consistency, human-human agreement) never mix two people.
+    ``suspect`` marks a judge verdict on texts that hold a verdict marker
+    (``meta.suspect_verdict``, see ``judges.runner``).
     """
-    rows = []
-    parse_errors: dict[str, int] = {}
-    for r in records:
-        human = is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
-        rater = HUMAN_RATER if human else r.judge
-        if r.parse_error is not None:
-            parse_errors[rater] = parse_errors.get(rater, 0) + 1
-            continue
-        rows.append(
-            (
-                rater, r.judge, human, r.pair_id, r.model_a, r.model_b, r.family_a, r.family_b,
-                r.judge_family, r.winner, len(r.response_a), len(r.response_b),
-                r.response_a > r.response_b, np.nan if r.prob_a is None else float(r.prob_a),
-                r.prompt_id if r.prompt_id is not None else r.prompt, r.strength,
-                bool(r.meta.get("suspect_verdict")),
-            )
-        )
-    table = pd.DataFrame(
-        rows,
-        columns=[
-            "rater", "voter", "is_human", "pair_id", "model_a", "model_b", "family_a", "family_b",
-            "judge_family", "winner", "len_a", "len_b", "flip", "prob_a", "prompt", "strength", "suspect",
-        ],
-    )
+    from analysis import record_table
+
+    source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
+    human = record_table.is_person(source, human_prefix)
+    # Columns stay Arrow strings throughout: a million ids as Python objects cost seconds.
+    rater = source["judge"].where(~human, HUMAN_RATER)
+    failed = source["parse_error"].notna().to_numpy()
+    parse_errors = {str(k): int(v) for k, v in rater[failed].value_counts(sort=False).items()}
+    # The usable rows, in record order; a table without failures is read as it stands.
+    usable = source[~failed] if failed.any() else source
+    texts = record_table.text_codes(usable)
+    if texts is not None:
+        code_a, code_b, distinct = texts
+        lengths = distinct.str.len().to_numpy(dtype=np.int64)
+        len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
+    else:
+        len_a = usable["response_a"].astype(object).str.len().to_numpy(dtype=np.int64)
+        len_b = usable["response_b"].astype(object).str.len().to_numpy(dtype=np.int64)
+        flip = (usable["response_a"].astype(object) > usable["response_b"].astype(object)).to_numpy(dtype=bool)
+    table = pd.DataFrame({
+        "rater": rater[~failed], "voter": usable["judge"], "is_human": human[~failed], "pair_id": usable["pair_id"],
+        "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],
+        "family_b": usable["family_b"], "judge_family": usable["judge_family"], "winner": usable["winner"],
+        "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
+        "prompt": usable["prompt_id"].fillna(usable["prompt"]), "strength": usable["strength"].astype(float),
+        "suspect": usable["suspect"].astype(bool),
+    }, index=usable.index).reset_index(drop=True)
     table["decisive"] = table["winner"].isin(["model_a", "model_b"])
     table["first_wins"] = np.where(table["decisive"], (table["winner"] == "model_a").astype(float), np.nan)
     shown = np.where(table["decisive"], np.where(table["winner"] == "model_a", 1, -1), 0)
@@ -129,10 +135,11 @@ def cluster_bootstrap_many(
     rng = np.random.default_rng(seed)
     values: list[list[np.ndarray]] = [[] for _ in statistics]
     # Clusters usually contribute a handful of distinct count rows; resampling k clusters
-    # is then a multinomial draw over the distinct rows (the same distribution, far cheaper).
-    rows, counts = _distinct_rows(sums)
+    # is then a multinomial draw over the distinct rows (analysis.resample: the same
+    # distribution, far cheaper).
+    rows, counts = distinct_rows(sums)
     if len(rows) <= 2000:
-        totals = rng.multinomial(k, counts / k, size=n_boot) @ rows
+        totals = np.concatenate([draws @ rows for draws in kind_draws(counts, n_boot, rng, sums.shape[1])])
         for out, statistic in zip(values, statistics):
             out.append(statistic(totals))
     else:
@@ -207,18 +214,6 @@ def strength_columns(rows: pd.DataFrame) -> np.ndarray:
         index = others.get_indexer(rows[column])
         out[at[index >= 0], index[index >= 0]] += sign
     return out
-
-
-def _distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(sums, axis=0, return_counts=True)``, fast for small non-negative integer
-    rows (counts): each row is read as one mixed-radix integer, so a 1-D unique suffices."""
-    if sums.size and np.all(sums >= 0) and np.all(sums == np.round(sums)):
-        radix = sums.max(axis=0).astype(np.int64) + 1
-        if np.sum(np.log2(radix)) < 62:
-            place = np.r_[np.cumprod(radix[::-1])[::-1][1:], 1].astype(np.int64)
-            keys, counts = np.unique(sums.astype(np.int64) @ place, return_counts=True)
-            return ((keys[:, None] // place) % radix).astype(float), counts
-    return np.unique(sums, axis=0, return_counts=True)
 
 
 @dataclass(frozen=True)

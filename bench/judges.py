@@ -16,7 +16,6 @@ Usage: python bench/judges.py [--pairs 16] [--batch-size 8] [--repeats 3] [--gen
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -32,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from core.models import get_model  # noqa: E402
-from core.records import Pair, make_pair_id  # noqa: E402
+from analysis.importers.pandalm import pairs_to_judge  # noqa: E402
+from core.records import Pair  # noqa: E402
 from judges.runner import JudgeConfig, judge_pairs, logprob_context, plan_chunks  # noqa: E402
 from judges.store import RunFiles  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402
@@ -42,22 +42,10 @@ TEMPLATE = BUILTIN["prometheus-relative"]
 
 
 def load_pairs(n: int) -> list[Pair]:
-    """The first n distinct pairs of the PandaLM test set (rows whose two responses differ;
-    different model pairs that answered alike make the same pair and count once)."""
-    pairs, seen = [], set()
-    for row in json.loads(PANDALM.read_text(encoding="utf-8")):
-        a, b = row["response1"], row["response2"]
-        prompt = row["instruction"] + (f"\n\n{row['input']}" if row.get("input") else "")
-        pair_id = make_pair_id(prompt, a, b)
-        if a == b or pair_id in seen:
-            continue
-        seen.add(pair_id)
-        model_a, _, model_b = row["cmp_key"].partition("_")
-        pairs.append(Pair(pair_id=pair_id, prompt=prompt, model_a=model_a, model_b=model_b,
-                          response_a=a, response_b=b, prompt_id=str(row["idx"])))
-        if len(pairs) == n:
-            return pairs
-    raise SystemExit(f"{PANDALM} has fewer than {n} usable rows")
+    try:
+        return pairs_to_judge(PANDALM, n)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def scored_contexts(model, pairs: list[Pair], config: JudgeConfig) -> list[str]:

@@ -40,7 +40,8 @@ sys.path.insert(1, str(ROOT / "tests"))
 
 import httpx  # noqa: E402
 
-from core.records import Pair, make_pair_id, write_records  # noqa: E402
+from analysis.importers.pandalm import pairs_to_judge  # noqa: E402
+from core.records import Pair, write_records  # noqa: E402
 from judges import run as judges_run  # noqa: E402
 from judges.runner import JudgeConfig, plan_chunks  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402
@@ -52,22 +53,10 @@ VERDICT = re.compile(r"\[RESULT\]\s*([AB])")
 
 
 def load_pairs(n: int) -> list[Pair]:
-    pairs, seen = [], set()
-    for row in json.loads(PANDALM.read_text(encoding="utf-8")):
-        a, b = row["response1"], row["response2"]
-        if not (isinstance(a, str) and isinstance(b, str)):
-            continue
-        prompt = row["instruction"] + (f"\n\n{row['input']}" if row.get("input") else "")
-        pair_id = make_pair_id(prompt, a, b)
-        if a == b or pair_id in seen:
-            continue
-        seen.add(pair_id)
-        model_a, _, model_b = row["cmp_key"].partition("_")
-        pairs.append(Pair(pair_id=pair_id, prompt=prompt, model_a=model_a, model_b=model_b,
-                          response_a=a, response_b=b, prompt_id=str(row["idx"])))
-        if len(pairs) == n:
-            return pairs
-    raise SystemExit(f"{PANDALM} has fewer than {n} usable rows")
+    try:
+        return pairs_to_judge(PANDALM, n)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def anchor(url: str, pairs: list[Pair], out: Path, workers: int = 64) -> int:

@@ -1,130 +1,130 @@
-"""Seconds for the full bias report on 100,000 synthetic records (target, issue 6: < 10 s).
+"""The bias report at arena scale (issue 21): the full report on 100,000 and on 1,000,000
+records against the time to merely parse them.
 
-Input (seeded): 20,000 pairs among 8 models of 4 families; one human vote per pair and
-two LLM judges (one of a family that has models in the pool) judging every pair in both
-orders: 100,000 records in a records JSONL file. Timed, median of a few runs:
+Input (seeded, ``tests/report_sample.py``): pairs among 8 models of 4 families, one human
+vote per pair and two LLM judges judging every pair in both orders (5 records a pair):
+20,000 pairs for 100k records, 200,000 for 1M, each written to a records JSONL file.
 
-* the whole command, ``analysis.report.main`` (read + analyse + write HTML/MD/JSON),
-  with the default settings (1,000 pair-cluster bootstrap rounds, 200 rating rounds that
-  resample whole pairs), in wall time and in this process's CPU time;
-* its parts: reading the file, the analysis (:func:`build_report`), and rendering; and,
-  inside the analysis, the share taken by the ratings module (BT with 200 bootstrap
-  rounds and style-controlled BT for each rater), which the bias estimators call.
+Timed, each in a fresh process, as a user runs it:
 
-The anchor is the time to merely parse the JSONL file with ``json.loads`` per line, so
-the ratio says how many file reads the whole report costs.
+* the anchor (the parse floor): ``json.loads`` of every line of the file;
+* the full report, ``python -m analysis.report --votes FILE --out DIR --quiet`` (read,
+  analyse with the default 1,000 bootstrap rounds and 200 rating rounds, write
+  HTML/Markdown/JSON), wall time and the child's CPU time.
+
+Goals: 100k within 6x the floor; 1M under 60 s and at most 11x the 100k time. Medians of
+``--repeats`` runs (3) for 100k and the floor; the 1M report runs ``--repeats-1m`` times (1).
+Also prints, for 100k, where the time goes (reading, analysis, rendering) in one process.
+
+    python bench/report.py [--skip-1m] [--repeats N] [--repeats-1m N]
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
+import argparse
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# bench/ first on the path would shadow packages (bench/judges.py); the repo and tests/ instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from analysis.importers import import_paths  # noqa: E402
-from analysis.ratings import rate  # noqa: E402
-from analysis.report import build_report, main, rating_frames, write_report  # noqa: E402
-from core.records import make_pair_id, write_records  # noqa: E402
+from core.records import write_records  # noqa: E402
+from report_sample import MODELS, iter_synthetic_records  # noqa: E402
 
-N_PAIRS = 20_000
-MODELS = {"llama-a": ("llama", 0.4), "llama-b": ("llama", 0.1), "bloom-a": ("bloom", 0.0), "bloom-b": ("bloom", -0.2),
-          "opt-a": ("opt", -0.3), "opt-b": ("opt", 0.2), "pythia-a": ("pythia", 0.0), "pythia-b": ("pythia", -0.1)}
-TARGET_S = 10.0
-REPEATS = 3
+GOAL_100K_FLOOR = 6.0
+GOAL_1M_S = 60.0
+GOAL_GROWTH = 11.0
 
+_FLOOR = """
+import json, sys, time
+start = time.perf_counter()
+with open(sys.argv[1], encoding="utf-8") as fh:
+    rows = [json.loads(line) for line in fh]
+print(time.perf_counter() - start)
+"""
 
-def synthetic_records(seed: int = 0) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    names = list(MODELS)
-    strength = np.array([MODELS[m][1] for m in names])
-    a = rng.integers(0, len(names), N_PAIRS)
-    b = (a + rng.integers(1, len(names), N_PAIRS)) % len(names)
-    len_a, len_b = rng.integers(20, 800, N_PAIRS), rng.integers(20, 800, N_PAIRS)
-    rows = []
-    for i in range(N_PAIRS):
-        ma, mb = names[a[i]], names[b[i]]
-        ra, rb = f"{i} {ma} " + "wd " * int(len_a[i] // 3), f"{i} {mb} " + "wd " * int(len_b[i] // 3)
-        prompt = f"prompt {i}"
-        pid = make_pair_id(prompt, ra, rb)
-        d = strength[a[i]] - strength[b[i]]
-        base = {"pair_id": pid, "prompt": prompt, "family_a": MODELS[ma][0], "family_b": MODELS[mb][0]}
-        shown = {"model_a": ma, "model_b": mb, "response_a": ra, "response_b": rb}
-        swapped = {"model_a": mb, "model_b": ma, "response_a": rb, "response_b": ra}
-        p_human = 1 / (1 + np.exp(-d))
-        u = rng.random(7)
-        rows.append({**base, **shown, "winner": "tie" if u[0] < 0.1 else ("model_a" if u[1] < p_human else "model_b"),
-                     "judge": f"human:{i % 50}"})
-        for order, sign in ((shown, 1.0), (swapped, -1.0)):
-            length = 0.002 * sign * (len_a[i] - len_b[i])
-            p = 1 / (1 + np.exp(-(sign * d + length + 0.3)))  # +0.3: a first-position lean
-            k = 2 if sign > 0 else 4
-            rows.append({**base, **order, "winner": "model_a" if u[k] < p else "model_b", "judge": "judge-llama",
-                         "judge_family": "llama"})
-            rows.append({**base, **order, "winner": "model_a" if u[k + 1] < 1 / (1 + np.exp(-sign * d)) else "model_b",
-                         "judge": "judge-qwen", "judge_family": "qwen"})
-    return rows
+_PARTS = """
+import contextlib, io, sys, time
+from analysis.importers.columnar import read_table
+from analysis.report import build_report, write_report
+t0 = time.perf_counter(); table, _ = read_table([sys.argv[1]])
+t1 = time.perf_counter(); report = build_report(table)
+t2 = time.perf_counter(); write_report(report, sys.argv[2])
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
 
 
-def median_time(fn, repeats: int = REPEATS, clock=time.perf_counter) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = clock()
-        result = fn()
-        times.append(clock() - start)
-    return statistics.median(times), result
+def _child_seconds(argv: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the child (user + system) and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stdout
 
 
-def run() -> None:
+def _write(path: Path, n_pairs: int) -> int:
+    return write_records(path, iter_synthetic_records(n_pairs, seed=0))
+
+
+def _floor(path: Path, repeats: int) -> float:
+    return statistics.median(float(_child_seconds([sys.executable, "-c", _FLOOR, str(path)])[2])
+                             for _ in range(repeats))
+
+
+def _report(path: Path, out: Path, repeats: int) -> tuple[float, float]:
+    runs = [_child_seconds([sys.executable, "-m", "analysis.report", "--votes", str(path), "--out", str(out),
+                            "--quiet"])[:2] for _ in range(repeats)]
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def run(repeats: int, repeats_1m: int, skip_1m: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "votes.jsonl"
-        n = write_records(path, synthetic_records())
-        out = Path(tmp) / "report"
-
-        def parse_only():
-            with open(path, encoding="utf-8") as fh:
-                return [json.loads(line) for line in fh]
-
-        anchor, _ = median_time(parse_only)
-        report = ["--votes", str(path), "--out", str(out), "--quiet"]
-        with contextlib.redirect_stdout(io.StringIO()):  # main() prints the paths it wrote
-            total, rc = median_time(lambda: main(report))
-            # CPU seconds of this process: on a machine shared with other jobs, wall time
-            # also counts their load; the two together show which one a miss comes from.
-            cpu, _ = median_time(lambda: main(report), clock=time.process_time)
-        assert rc == 0
-        read, imported = median_time(lambda: import_paths([path]))
-        analyse, report = median_time(lambda: build_report(imported.records))
-        render, _ = median_time(lambda: write_report(report, out))
-        by_rater: dict[str, list] = {}
-        for r in imported.records:
-            by_rater.setdefault("human" if r.judge_type == "human" else r.judge, []).append(r)
-
-        def ratings_only():  # as build_report does it: frames and style counts for all raters at once
-            for frame in rating_frames(by_rater).values():
-                rate(frame, "bt", bootstrap=200, seed=0)
-                rate(frame, "bt-style")
-
-        ratings, _ = median_time(ratings_only)
-    print(f"records: {n:,} ({N_PAIRS:,} pairs, {len(MODELS)} models, humans + 2 judges in both orders)")
-    print(f"full report (python -m analysis.report): {total:.2f} s  (median of {REPEATS}; target < {TARGET_S:.0f} s: "
-          f"{'met' if total < TARGET_S else 'MISSED'}, {total / TARGET_S:.2f} of the budget)")
-    print(f"  CPU time of this process for the full report: {cpu:.2f} s (median of {REPEATS}; on an idle machine the "
-          f"wall time is at most this plus I/O waits; load average during the run: {os.getloadavg()[0]:.1f})")
-    print(f"  read records: {read:.2f} s, analysis: {analyse:.2f} s (of which ratings: {ratings:.2f} s), "
-          f"render HTML/MD/JSON: {render:.2f} s")
-    print(f"anchor, json.loads of every line: {anchor:.2f} s; full report / anchor = {total / anchor:.1f}x")
+        small, big = Path(tmp) / "votes-100k.jsonl", Path(tmp) / "votes-1m.jsonl"
+        n_small = _write(small, 20_000)
+        floor = _floor(small, repeats)
+        wall, cpu = _report(small, Path(tmp) / "report-100k", repeats)
+        parts = [float(x) for x in _child_seconds([sys.executable, "-c", _PARTS, str(small),
+                                                   str(Path(tmp) / "parts")])[2].split()]
+        print(f"records: {n_small:,} (20,000 pairs, {len(MODELS)} models, humans + 2 judges in both orders); "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"parse floor, json.loads of every line: {floor:.2f} s (median of {repeats})")
+        print(f"full report, 100k: {wall:.2f} s wall, {cpu:.2f} s CPU (median of {repeats}); "
+              f"{wall / floor:.1f}x the floor (goal <= {GOAL_100K_FLOOR:.0f}x: "
+              f"{'met' if wall / floor <= GOAL_100K_FLOOR else 'MISSED'})")
+        print(f"  in one process: read {parts[0]:.2f} s, analysis {parts[1]:.2f} s, render {parts[2]:.2f} s")
+        if skip_1m:
+            return
+        small.unlink()
+        n_big = _write(big, 200_000)
+        floor_big = _floor(big, 1)
+        wall_big, cpu_big = _report(big, Path(tmp) / "report-1m", repeats_1m)
+        print(f"records: {n_big:,} (200,000 pairs); parse floor {floor_big:.2f} s")
+        print(f"full report, 1M: {wall_big:.2f} s wall, {cpu_big:.2f} s CPU (median of {repeats_1m}); "
+              f"goal < {GOAL_1M_S:.0f} s: {'met' if wall_big < GOAL_1M_S else 'MISSED'}; "
+              f"{wall_big / floor_big:.1f}x its floor")
+        print(f"growth, 1M / 100k: {wall_big / wall:.1f}x (goal <= {GOAL_GROWTH:.0f}x: "
+              f"{'met' if wall_big / wall <= GOAL_GROWTH else 'MISSED'})")
 
 
 if __name__ == "__main__":
-    run()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the 100k report and the floor (median)")
+    parser.add_argument("--repeats-1m", type=int, default=1, help="runs of the 1M report (median)")
+    parser.add_argument("--skip-1m", action="store_true", help="only the 100k report")
+    args = parser.parse_args()
+    run(args.repeats, args.repeats_1m, args.skip_1m)

@@ -10,6 +10,8 @@ first-shown and the longer response; ``judge-qwen`` follows strength alone. With
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from core.records import make_pair_id
@@ -19,13 +21,17 @@ MODELS = {"llama-a": ("llama", 0.4), "llama-b": ("llama", 0.1), "bloom-a": ("blo
 
 
 def synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> list[dict]:
+    return list(iter_synthetic_records(n_pairs, seed, rich))
+
+
+def iter_synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> Iterator[dict]:
+    """:func:`synthetic_records` one at a time (a million records need not be held at once)."""
     rng = np.random.default_rng(seed)
     names = list(MODELS)
     strength = np.array([MODELS[m][1] for m in names])
     a = rng.integers(0, len(names), n_pairs)
     b = (a + rng.integers(1, len(names), n_pairs)) % len(names)
     len_a, len_b = rng.integers(20, 800, n_pairs), rng.integers(20, 800, n_pairs)
-    rows = []
     for i in range(n_pairs):
         ma, mb = names[a[i]], names[b[i]]
         ra, rb = f"{i} {ma} " + "wd " * int(len_a[i] // 3), f"{i} {mb} " + "wd " * int(len_b[i] // 3)
@@ -37,21 +43,20 @@ def synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> list[d
         swapped = {"model_a": mb, "model_b": ma, "response_a": rb, "response_b": ra}
         p_human = 1 / (1 + np.exp(-d))
         u = rng.random(7)
-        rows.append({**base, **shown, "winner": "tie" if u[0] < 0.1 else ("model_a" if u[1] < p_human else "model_b"),
-                     "judge": f"human:{i % 50}"})
+        yield {**base, **shown, "winner": "tie" if u[0] < 0.1 else ("model_a" if u[1] < p_human else "model_b"),
+               "judge": f"human:{i % 50}"}
         if rich and i % 5 == 0:
-            rows.append({**base, **shown, "winner": "model_a" if u[6] < p_human else "model_b",
-                         "judge": f"human:{(i + 1) % 50}"})
+            yield {**base, **shown, "winner": "model_a" if u[6] < p_human else "model_b",
+                   "judge": f"human:{(i + 1) % 50}"}
         for order, sign in ((shown, 1.0), (swapped, -1.0)):
             length = 0.002 * sign * (len_a[i] - len_b[i])
             p = 1 / (1 + np.exp(-(sign * d + length + 0.3)))  # +0.3: a first-position lean
             k = 2 if sign > 0 else 4
-            rows.append({**base, **order, "winner": "model_a" if u[k] < p else "model_b", "judge": "judge-llama",
-                         "judge_family": "llama"})
+            yield {**base, **order, "winner": "model_a" if u[k] < p else "model_b", "judge": "judge-llama",
+                   "judge_family": "llama"}
             p_qwen = 1 / (1 + np.exp(-sign * d))
             qwen = {**base, **order, "winner": "model_a" if u[k + 1] < p_qwen else "model_b", "judge": "judge-qwen",
                     "judge_family": "qwen"}
             if rich:
                 qwen["prob_a"] = round(float(p_qwen), 4)
-            rows.append(qwen)
-    return rows
+            yield qwen

@@ -11,7 +11,8 @@ from hypothesis.extra.numpy import arrays
 
 from analysis.bias.length import length_bias, length_sd
 from analysis.bias.position import position_bias
-from analysis.stats import _distinct_rows, judgment_table
+from analysis.resample import distinct_rows
+from analysis.stats import judgment_table
 from core.records import Record
 
 STRENGTH = {"m0": 1.0, "m1": 0.3, "m2": -0.3, "m3": -1.0}
@@ -47,6 +48,6 @@ def test_fixed_order_fools_the_raw_rate_but_not_the_controlled_term():
 @settings(max_examples=100, deadline=None)
 @given(arrays(np.int64, st.tuples(st.integers(1, 40), st.integers(1, 4)), elements=st.integers(0, 9)))
 def test_distinct_rows_equal_numpys_unique(sums):
-    rows, counts = _distinct_rows(sums.astype(float))
+    rows, counts = distinct_rows(sums.astype(float))
     expected_rows, expected_counts = np.unique(sums.astype(float), axis=0, return_counts=True)
     assert np.array_equal(rows, expected_rows) and np.array_equal(counts, expected_counts)

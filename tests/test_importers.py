@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,14 @@ def test_judges_run_folder_pairs_and_failures(tmp_path):
     assert main(["--votes", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet", "--rating-bootstrap", "0"]) == 0
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["judges"]["j1"]["n_records"] == 12 and data["judges"]["j1"]["n_parse_errors"] == 1
+
+
+def test_pandalm_pairs_to_judge_are_distinct_text_pairs():
+    from analysis.importers.pandalm import pairs_to_judge
+
+    testset = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pandalm" / "testset-v1.json"
+    pairs = pairs_to_judge(testset, 200)
+    assert len(pairs) == 200 and len({p.pair_id for p in pairs}) == 200
+    assert all(isinstance(p.response_a, str) and p.response_a != p.response_b for p in pairs)
+    with pytest.raises(ValueError, match="fewer than"):
+        pairs_to_judge(testset, 10**6)

@@ -105,3 +105,60 @@ def test_spearman_p_is_the_exact_permutation_p():
     observed = abs(spearmanr([1, 2, 3, 4, 5], y).statistic)
     expected = np.mean([abs(spearmanr(p, y).statistic) >= observed - 1e-12 for p in permutations(range(5))])
     assert spearman_permutation_p([1, 2, 3, 4, 5], y) == pytest.approx(expected)
+
+
+def _board_rows(n_prompts: int, seed: int, agree: float = 0.8) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A reference (one vote per prompt) and a judge that casts the same vote on ``agree`` of
+    the prompts, over eight models of spread-out strengths; one model pair per prompt."""
+    rng = np.random.default_rng(seed)
+    models = np.array([f"lm-{k}" for k in range(8)])
+    strength = np.linspace(-1.5, 1.5, 8)
+    a = rng.integers(0, 8, n_prompts)
+    b = (a + rng.integers(1, 8, n_prompts)) % 8
+    p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
+    vote = np.where(rng.random(n_prompts) < 0.1, "tie", np.where(rng.random(n_prompts) < p, "model_a", "model_b"))
+    other = np.where(rng.random(n_prompts) < p, "model_a", "model_b")
+    frame = pd.DataFrame({"prompt": [f"q{k}" for k in range(n_prompts)], "model_a": models[a], "model_b": models[b]})
+    return frame.assign(winner=vote), frame.assign(winner=np.where(rng.random(n_prompts) < agree, vote, other))
+
+
+def _rated(rows: pd.DataFrame) -> pd.DataFrame:
+    from analysis.ratings import rate
+
+    return rate(rows[["model_a", "model_b", "winner"]], "bt").table
+
+
+def test_the_prompt_bootstrap_holds_no_rounds_by_prompts_matrix():
+    """20,000 prompts and 2,000 rounds: drawing every prompt in every round took a 320 MB
+    matrix of draws (twice, with its float copy), 3.2 GB at a million records; prompts with
+    the same counts are drawn together, so the bootstrap's memory does not grow with them."""
+    import tracemalloc
+
+    reference_rows, judge_rows = _board_rows(20_000, seed=3)
+    judge, reference = _rated(judge_rows), _rated(reference_rows)
+    point = leaderboard_agreement(judge, reference)
+    tracemalloc.start()
+    try:
+        got = leaderboard_intervals(point, judge_rows, reference_rows, judge, reference)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.n_prompts == 20_000 and all(got.intervals[m] is not None for m in ("kendall", "brier"))
+    assert peak < 40e6, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_boards_are_refitted_on_the_same_prompts_in_every_round():
+    """The paired bootstrap: two identical boards give identical metrics in every round, and a
+    judge whose verdicts are the reference's ranks models as the reference does in every
+    round (kinds keyed on one table at a time would draw each board its own prompts)."""
+    from analysis.judging.leaderboard import metric_rounds, rows_prompts
+
+    reference_rows, judge_rows = _board_rows(3000, seed=4, agree=0.7)
+    judge, reference = _rated(judge_rows), _rated(reference_rows)
+    prompts = rows_prompts(judge_rows, reference_rows)
+    same, copy, echo = metric_rounds([(judge_rows, judge), (judge_rows.copy(), judge), (reference_rows, reference)],
+                                     reference_rows, reference, prompts, n_boot=300, seed=0)
+    for metric in METRICS:
+        assert np.array_equal(same[metric], copy[metric], equal_nan=True), metric
+    assert np.all(echo["spearman"] == 1.0) and np.all(echo["kendall"] == 1.0)
+    assert same["spearman"].std() > 0  # the judge's own rounds do vary

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -286,3 +287,37 @@ def test_winrate_ppi_is_the_rectified_mean(tmp_path):
     doc = json.loads(cli.stdout)
     assert doc["method"] == "winrate-ppi" and doc["baseline"] == "base"
     assert {r["model"]: r["win_rate"] for r in doc["ratings"]} == pytest.approx(table["win_rate"].to_dict())
+
+
+def _expanded(data: PPIData) -> PPIData:
+    """One row per cluster again: each row repeated ``weight`` times with weight 1."""
+    times = data.weight.astype(np.int64)
+    assert np.array_equal(times, data.weight)
+    rows = {f: np.repeat(getattr(data, f), times) for f in ("pair", "n_judge", "yhat_judge", "n_human", "y_human",
+                                                             "yhat_human")}
+    return replace(data, **rows, weight=np.ones(int(times.sum())))
+
+
+def _assert_same_fit(a, b):
+    for field in ("theta", "covariance", "classical_theta", "classical_covariance"):
+        np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-10, atol=1e-12)
+    assert a.lam == pytest.approx(b.lam, rel=1e-10, abs=1e-12)
+    assert a.effective_human_votes == pytest.approx(b.effective_human_votes, rel=1e-10)
+    assert (a.n_human, a.n_human_pairs, a.n_judge) == (b.n_human, b.n_human_pairs, b.n_judge)
+
+
+def test_a_row_per_kind_of_cluster_gives_the_fit_of_a_row_per_cluster():
+    """Clusters with the same model pair, votes and verdicts are interchangeable: one row per
+    kind with its count as weight fits as one row per cluster (tuned and fixed lambda), and
+    ppi_data hands out such rows, a few hundred for thousands of pairs."""
+    frame = _alpaca_like(np.random.default_rng(4), 0.5)
+    from_frame = ppi_data(frame[frame["judge_type"] == "human"], frame[frame["judge"] == "j"])
+    assert len(from_frame.pair) < 50 and from_frame.weight.sum() == frame["pair_id"].nunique() == 1600
+    _assert_same_fit(fit_ppi(from_frame), fit_ppi(_expanded(from_frame)))
+
+    data = _replicate(np.random.default_rng(3), informative=True)[0]
+    compressed = data.compressed()
+    assert len(compressed.pair) <= len(_I) * 2 * 2 * 2 < len(data.pair) / 10  # pair x verdict x labelled x vote
+    assert compressed.weight.sum() == len(data.pair)
+    for lam in (None, 0.5):
+        _assert_same_fit(fit_ppi(compressed, lam), fit_ppi(data, lam))

@@ -13,7 +13,7 @@ from . import alpaca_eval, arena, arena_hard, own, pandalm
 from .issues import ImportIssue, ImportResult
 from .rows import SUFFIXES, Row, iter_rows
 
-__all__ = ["FORMATS", "describe_formats", "import_paths", "iter_records", "load_records"]
+__all__ = ["FORMATS", "describe_formats", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
 
 # Row formats in the order they are tried on a file's first row (most specific first).
 FORMATS = (own, alpaca_eval, arena_hard, arena)
@@ -57,6 +57,12 @@ def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fals
     Every file and folder is read once, by its real path (``seen`` carries them across
     calls): a symbolic link back up the tree, or to a file read already, adds nothing.
     """
+    for source in iter_sources(path, issues, seen=seen):
+        yield from source_records(source, issues, skip_bad=skip_bad)
+
+
+def iter_sources(path: Path, issues: list[ImportIssue], *, seen: set[Path] | None = None) -> Iterator[Path]:
+    """The files (and PandaLM folders) a path stands for, each once, in the order they are read."""
     seen = set() if seen is None else seen
     if path.exists():
         real = path.resolve()
@@ -72,10 +78,15 @@ def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fals
                 continue
             # judges.run writes OUT.manifest.json beside its records: metadata, not votes.
             if child.is_dir() or (child.suffix in SUFFIXES and not child.name.endswith(".manifest.json")):
-                yield from iter_records(child, issues, skip_bad=skip_bad, seen=seen)
+                yield from iter_sources(child, issues, seen=seen)
         return
     if not path.exists():
         raise RecordError(path, None, "no such file or directory")
+    yield path
+
+
+def source_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False) -> Iterator[Record]:
+    """The records of one source from :func:`iter_sources` (a file, or a PandaLM folder)."""
     if path.is_dir() or path.name == pandalm.TESTSET or path.name in pandalm.JUDGES:
         try:
             recs, iss = pandalm.read_folder(path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.records import HUMAN, Record, RecordError
+from core.records import HUMAN, Pair, Record, RecordError, make_pair_id
 
 from .build import family
 from .issues import ImportIssue
@@ -127,3 +127,28 @@ def pandalm(folder: Path, humans: bool, judge_files: tuple[str, ...]) -> tuple[l
                 )
             )
     return records, issues
+
+
+def pairs_to_judge(testset: Path, n: int) -> list[Pair]:
+    """The first ``n`` distinct pairs of the test set, as pairs to judge (the benches' input).
+
+    Items whose responses are not both text, or are the same text, are left out; items
+    of different model pairs that answered alike make the same pair and count once.
+    Raises ``ValueError`` when the test set has fewer.
+    """
+    pairs, seen = [], set()
+    for row in _read_json_list(testset):
+        a, b = row["response1"], row["response2"]
+        if not (isinstance(a, str) and isinstance(b, str)):
+            continue
+        prompt = row["instruction"] + (f"\n\n{row['input']}" if row.get("input") else "")
+        pair_id = make_pair_id(prompt, a, b)
+        if a == b or pair_id in seen:
+            continue
+        seen.add(pair_id)
+        model_a, _, model_b = row["cmp_key"].partition("_")
+        pairs.append(Pair(pair_id=pair_id, prompt=prompt, model_a=model_a, model_b=model_b,
+                          response_a=a, response_b=b, prompt_id=str(row["idx"])))
+        if len(pairs) == n:
+            return pairs
+    raise ValueError(f"{testset} has fewer than {n} usable rows")

@@ -30,7 +30,9 @@ judge's and the reference's verdicts on a prompt together. Each round refits bot
 Bradley-Terry leaderboards (ties as half wins, as the report's ratings) and recomputes the
 metrics with each rating's interval half-widths held at their full-data values (a resample
 of the same size has about the same widths; re-bootstrapping inside every round would cost
-a nested bootstrap).
+a nested bootstrap). Prompts whose count tables, the judge's and the reference's together, are
+identical are drawn as one kind (:mod:`analysis.resample`): the same bootstrap in
+distribution, at a cost per round that does not grow with the number of prompts.
 
 With fewer than :data:`MIN_MODELS` real models (or placeholder model names such as
 LLMBar's ``output_1``/``output_2``, which name a position, not a model) there is no
@@ -40,12 +42,14 @@ leaderboard to judge: :func:`leaderboard_agreement` returns no numbers and says 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.resample import paired_totals
 from analysis.stats import Z95
 
 __all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
@@ -84,12 +88,17 @@ def _overlap(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return np.minimum(upper[:, None], upper[None, :]) - np.maximum(lower[:, None], lower[None, :]) > 0
 
 
+def _board(judge: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """The models both tables rate, in name order, with both tables' columns (``_j``, ``_r``)."""
+    cols = ["model", "rating", "lower", "upper"]
+    return judge[cols].merge(reference[cols], on="model", suffixes=("_j", "_r")).sort_values("model")
+
+
 def leaderboard_agreement(judge: pd.DataFrame | None, reference: pd.DataFrame | None) -> LeaderboardAgreement:
     """The meta-metrics of ``judge``'s leaderboard against ``reference``'s (module docstring)."""
     if judge is None or reference is None:
         return LeaderboardAgreement(0, None, None, None, None, None, 0, 0, "no rating table for the judge or the reference")
-    cols = ["model", "rating", "lower", "upper"]
-    merged = judge[cols].merge(reference[cols], on="model", suffixes=("_j", "_r")).sort_values("model")
+    merged = _board(judge, reference)
     n = len(merged)
     fake = placeholder_models(merged["model"])
     if fake:
@@ -200,52 +209,67 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     return theta
 
 
-def _count_rows(rows: pd.DataFrame, models: pd.Index, prompts: pd.Index, i, j) -> np.ndarray:
-    """Per prompt: each model pair's wins of its first and second model (ties as half, and
-    each row weighted by its ``weight`` column when there is one): (prompts x 2 x pairs)."""
+def _count_entries(rows: pd.DataFrame, models: pd.Index, prompts: pd.Index, i, j) -> tuple:
+    """Per prompt, each model pair's wins of its first and second model (ties as half, and
+    each row weighted by its ``weight`` column when there is one), in the long form
+    :func:`analysis.resample.paired_totals` takes: column ``q`` for model pair ``q``'s first
+    model, ``len(i) + q`` for its second."""
     a, b = models.get_indexer(rows["model_a"]), models.get_indexer(rows["model_b"])
-    keep = (a >= 0) & (b >= 0) & (a != b) & rows["winner"].notna().to_numpy()
-    rows, a, b = rows[keep], a[keep], b[keep]
-    winner = rows["winner"].to_numpy(dtype=object)
+    p = prompts.get_indexer(rows["prompt"])
+    keep = (a >= 0) & (b >= 0) & (a != b) & (p >= 0) & rows["winner"].notna().to_numpy()
+    rows, a, b, p = rows[keep], a[keep], b[keep], p[keep]
+    winner = rows["winner"]
     weight = rows["weight"].to_numpy(dtype=float) if "weight" in rows else np.ones(len(rows))
-    a_score = np.where(winner == "model_a", 1.0, np.where(winner == "model_b", 0.0, 0.5)) * weight
+    a_won, b_won = (winner == "model_a").to_numpy(dtype=bool), (winner == "model_b").to_numpy(dtype=bool)
+    a_score = np.where(a_won, 1.0, np.where(b_won, 0.0, 0.5)) * weight
     b_score = weight - a_score
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     lo_score = np.where(a < b, a_score, b_score)
-    pair_index = {(x, y): k for k, (x, y) in enumerate(zip(i, j))}
-    col = np.array([pair_index[(x, y)] for x, y in zip(lo, hi)], dtype=int)
-    p = prompts.get_indexer(rows["prompt"])
-    out = np.zeros((len(prompts), 2, len(i)))
-    np.add.at(out, (p, 0, col), lo_score)
-    np.add.at(out, (p, 1, col), (a_score + b_score) - lo_score)
-    return out
+    pair_of = np.full((len(models), len(models)), -1)
+    pair_of[i, j] = np.arange(len(i))
+    col = pair_of[lo, hi]
+    return (np.r_[p, p], np.r_[col, len(i) + col], np.r_[lo_score, (a_score + b_score) - lo_score], 2 * len(i))
 
 
-def prompt_draws(prompts: pd.Index, n_boot: int, seed: int) -> np.ndarray:
-    """(rounds x prompts) multinomial counts: how often each prompt is drawn in each round."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(len(prompts), np.full(len(prompts), 1.0 / len(prompts)), size=n_boot).astype(float)
+def metric_rounds(boards: Sequence[tuple[pd.DataFrame, pd.DataFrame]], reference_rows: pd.DataFrame,
+                  reference: pd.DataFrame, prompts: pd.Index, n_boot: int, seed: int) -> list[dict[str, np.ndarray]]:
+    """Each metric in every bootstrap round, for each ``(judge_rows, judge_table)`` board
+    against the reference: prompts resampled, both leaderboards refitted on the drawn prompts,
+    interval widths held at the tables' own.
 
-
-def metric_rounds(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, judge: pd.DataFrame,
-                  reference: pd.DataFrame, prompts: pd.Index, draws: np.ndarray) -> dict[str, np.ndarray]:
-    """Each metric in every bootstrap round (``draws`` from :func:`prompt_draws`): both
-    leaderboards refitted on the drawn prompts, interval widths held at the tables' own."""
+    Every board and the reference are summed over the same draws (a paired bootstrap: the
+    variants of :mod:`analysis.judging.variants` are compared round by round). A prompt
+    contributes its count tables; prompts whose tables are identical, jointly over every
+    board and the reference, are drawn as one kind (:func:`analysis.resample.paired_totals`),
+    so a round costs O(kinds), never O(prompts).
+    """
     from analysis.ratings.bt import ELO_SCALE
 
-    cols = ["model", "rating", "lower", "upper"]
-    merged = judge[cols].merge(reference[cols], on="model", suffixes=("_j", "_r")).sort_values("model")
-    models = pd.Index(merged["model"])
-    n = len(models)
-    i, j = np.triu_indices(n, 1)
-    ratings = []
-    for rows, suffix in ((judge_rows, "_j"), (reference_rows, "_r")):
-        totals = np.einsum("bp,pkq->bkq", draws, _count_rows(rows, models, prompts, i, j))
-        theta = _bt_batch(totals, i, j, n) * ELO_SCALE
-        ratings.append(theta)
-    half = {s: (merged[f"rating{s}"].to_numpy() - merged[f"lower{s}"].to_numpy(),
-                merged[f"upper{s}"].to_numpy() - merged[f"rating{s}"].to_numpy()) for s in ("_j", "_r")}
-    return _batch_metrics(ratings[0], *half["_j"], ratings[1], *half["_r"])
+    setups, tables, reference_at = [], [], {}
+    for rows, table in boards:
+        merged = _board(table, reference)
+        models = pd.Index(merged["model"])
+        i, j = np.triu_indices(len(models), 1)
+        # The reference's counts are over the models this board rates (its BT fit needs no others);
+        # boards rating the same models share them.
+        if tuple(models) not in reference_at:
+            reference_at[tuple(models)] = len(tables)
+            tables.append(_count_entries(reference_rows, models, prompts, i, j))
+        setups.append((merged, i, j, len(tables), reference_at[tuple(models)]))
+        tables.append(_count_entries(rows, models, prompts, i, j))
+    totals = paired_totals(tables, len(prompts), n_boot, seed)
+    fitted: dict[int, np.ndarray] = {}  # table -> its leaderboards in every round (the reference's fitted once)
+    out = []
+    for merged, i, j, mine, theirs in setups:
+        n = len(merged)
+        for k in (mine, theirs):
+            if k not in fitted:
+                fitted[k] = _bt_batch(totals[k].reshape(n_boot, 2, len(i)), i, j, n) * ELO_SCALE
+        ratings = [fitted[mine], fitted[theirs]]
+        half = {s: (merged[f"rating{s}"].to_numpy() - merged[f"lower{s}"].to_numpy(),
+                    merged[f"upper{s}"].to_numpy() - merged[f"rating{s}"].to_numpy()) for s in ("_j", "_r")}
+        out.append(_batch_metrics(ratings[0], *half["_j"], ratings[1], *half["_r"]))
+    return out
 
 
 def rows_prompts(*frames: pd.DataFrame) -> pd.Index:
@@ -266,7 +290,7 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
     prompts = rows_prompts(judge_rows, reference_rows)
     if len(prompts) < 10:
         return replace(point, note="; ".join(filter(None, [point.note, "too few prompts for intervals"])))
-    values = metric_rounds(judge_rows, reference_rows, judge, reference, prompts, prompt_draws(prompts, n_boot, seed))
+    values = metric_rounds([(judge_rows, judge)], reference_rows, reference, prompts, n_boot, seed)[0]
     alpha = (1 - level) / 2
     intervals = {}
     for metric in METRICS:

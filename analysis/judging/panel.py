@@ -22,32 +22,46 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import record_table
 from core.records import Record
 
-__all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary"]
+__all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary", "panel_table"]
 
 PANEL = "panel"
 _CANON = {"model_a": 1, "model_b": -1, "tie": 0, "tie (bothbad)": 0}
 
 
 def panel_records(records: Sequence[Record], is_person: Callable[[Record], bool], name: str = PANEL) -> list[Record]:
-    """The panel's records (module docstring); empty when fewer than two LLM judges voted.
+    """:func:`panel_table` for records: the panel's records, their ``meta`` naming the members."""
+    panel = panel_table(record_table.from_records(records), np.array([is_person(r) for r in records], dtype=bool),
+                        name)
+    fields = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "family_a",
+              "family_b", "prompt_id", "category")
+    rows = panel.astype(object).where(panel.notna(), None).to_dict("records")
+    return [Record(**{f: row[f] for f in fields}, judge=name, judge_type="llm", prob_a=row["prob_a"],
+                   meta={"panel_members": row["panel_members"], "n_verdicts": row["n_verdicts"]}) for row in rows]
 
-    ``records`` are usable records (no ``parse_error``); ``is_person`` says which are
-    people's votes, left out of the panel.
+
+def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> pd.DataFrame:
+    """The panel's rows of a record table (module docstring), with the columns ``panel_members``
+    (sorted member names) and ``n_verdicts``; empty when fewer than two LLM judges voted.
+
+    ``table`` holds usable records (no ``parse_error``); ``person`` marks people's votes,
+    left out of the panel.
     """
-    llm = [r for r in records if not is_person(r)]
-    judges, judge_names = pd.factorize(pd.Series([r.judge for r in llm], dtype=object))
+    llm = table[~person]
+    judges, judge_names = pd.factorize(llm["judge"])
     judge_names = np.asarray(judge_names, dtype=object)
     if len(judge_names) < 2:
-        return []
-    pairs, pair_ids = pd.factorize(pd.Series([r.pair_id for r in llm], dtype=object))
+        return table.iloc[:0].assign(panel_members=[], n_verdicts=[])
+    pairs, pair_ids = pd.factorize(llm["pair_id"])
     n = len(pair_ids)
     _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
-    lead_first = [llm[i].response_a for i in lead]
+    texts = record_table.text_codes(llm)
+    response_a = texts[0] if texts is not None else llm["response_a"].to_numpy(dtype=object)
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
-    orient = np.array([1 if r.response_a == lead_first[p] else -1 for r, p in zip(llm, pairs)], dtype=np.int8)
-    vote = np.array([_CANON[r.winner] for r in llm], dtype=np.int8) * orient
+    orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
+    vote = llm["winner"].map(_CANON).to_numpy(dtype=np.int8) * orient
     # Each member's one vote per pair: its verdict when every record of it on the pair agrees, else a tie.
     n_judges = len(judge_names)
     member_key = pairs.astype(np.int64) * n_judges + judges
@@ -60,27 +74,27 @@ def panel_records(records: Sequence[Record], is_person: Callable[[Record], bool]
     top = counts.max(axis=1)
     unique_top = (counts == top[:, None]).sum(axis=1) == 1
     verdict = np.where(unique_top, np.array([1, -1, 0])[counts.argmax(axis=1)], 0)
-    prob = np.array([np.nan if r.prob_a is None else r.prob_a for r in llm], dtype=float)
+    prob = llm["prob_a"].to_numpy(dtype=float)
     prob = np.where(orient == 1, prob, 1.0 - prob)
     has_prob = np.bincount(pairs, weights=~np.isnan(prob), minlength=n)
     # The mean over members of each member's mean probability (one voice per member here, too).
     member_prob = np.bincount(key_of, weights=np.nan_to_num(prob)) / n_rec
     mean_prob = np.bincount(key_pair, weights=member_prob, minlength=n) / np.maximum(np.bincount(key_pair, minlength=n), 1)
     n_verdicts = np.bincount(pairs, minlength=n)
-    member_pairs = np.unique(pairs.astype(np.int64) * len(judge_names) + judges)
-    n_members = np.bincount(member_pairs // len(judge_names), minlength=n)
-    members = np.split(member_pairs % len(judge_names), np.cumsum(n_members)[:-1])
-    winners = {1: "model_a", -1: "model_b", 0: "tie"}
-    out = []
-    for p in np.flatnonzero(n_members >= 2):
-        r = llm[lead[p]]
-        out.append(Record(
-            pair_id=r.pair_id, prompt=r.prompt, model_a=r.model_a, model_b=r.model_b,
-            response_a=r.response_a, response_b=r.response_b, winner=winners[int(verdict[p])], judge=name,
-            judge_type="llm", family_a=r.family_a, family_b=r.family_b, prompt_id=r.prompt_id, category=r.category,
-            prob_a=float(np.clip(mean_prob[p], 0.0, 1.0)) if has_prob[p] == n_verdicts[p] else None,
-            meta={"panel_members": sorted(judge_names[members[p]].tolist()), "n_verdicts": int(n_verdicts[p])},
-        ))
+    n_members = np.bincount(key_pair, minlength=n)
+    members = np.split(keys % n_judges, np.cumsum(n_members)[:-1])
+    chosen = np.flatnonzero(n_members >= 2)
+    out = llm.iloc[lead[chosen]].reset_index(drop=True)
+    out["winner"] = pd.Series(np.array(["tie", "model_a", "model_b"], dtype=object)[verdict[chosen]], dtype="str")
+    out["judge"] = name
+    out["judge_type"] = "llm"
+    for column in ("judge_family", "parse_error", "template", "mode", "baseline"):
+        out[column] = pd.Series([None] * len(out), dtype="str")
+    out["strength"] = np.nan
+    out["suspect"], out["anony"], out["identity_leak"] = False, True, False
+    out["prob_a"] = np.where(has_prob[chosen] == n_verdicts[chosen], np.clip(mean_prob[chosen], 0.0, 1.0), np.nan)
+    out["panel_members"] = [sorted(judge_names[members[p]].tolist()) for p in chosen]
+    out["n_verdicts"] = n_verdicts[chosen].astype(int)
     return out
 
 
@@ -111,11 +125,17 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     for the reference); ``families`` maps each member to its family.
     """
     from analysis.judging.agreement import agreement_sums
+    from analysis.resample import paired_totals
     from analysis.stats import clustered_rate_ci, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
-    pairs = set(panel_rows["pair_id"])
-    ref = reference_rows[reference_rows["pair_id"].isin(pairs)]
+    # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).
+    pairs = pd.Index(panel_rows["pair_id"].unique())
+
+    def on_panel_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+        return rows[pairs.get_indexer(rows["pair_id"]) >= 0]
+
+    ref = on_panel_pairs(reference_rows)
     ties = (panel_rows["canon"].to_numpy() == 0)
     tie_rate = float(ties.mean()) if len(ties) else None
     tie_ci = wilson_interval(int(ties.sum()), len(ties)) if len(ties) else None
@@ -135,7 +155,7 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
         return PanelSummary(members, tie_rate, tie_ci, None, None, None, None, None, None, None, own,
                             "no reference votes on the panel's pairs")
     panel_sums = agreement_sums(panel_rows, ref)
-    member_sums = {m: agreement_sums(rows[rows["pair_id"].isin(pairs)], ref) for m, rows in member_rows.items()}
+    member_sums = {m: agreement_sums(on_panel_pairs(rows), ref) for m, rows in member_rows.items()}
     s1 = {m: s["same"].sum() / s["total"].sum() for m, s in member_sums.items() if s["total"].sum() > 0}
     if not s1:
         return PanelSummary(members, tie_rate, tie_ci, ref_rate, ref_ci, None, None, None, None, None, own,
@@ -143,15 +163,14 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     best = max(s1, key=lambda m: (s1[m], m))
     items = panel_sums.index.intersection(member_sums[best].index)
     a, b = panel_sums.loc[items].to_numpy(), member_sums[best].loc[items].to_numpy()
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(len(items), np.full(len(items), 1 / len(items)), size=n_boot).astype(float)
+    # Paired: items drawn as kinds of identical (panel, member) sums, the same draws for both.
+    ta, tb = paired_totals([a, b], len(items), n_boot, seed)
     out = []
     for num, den in ((0, 1), (2, 3)):
         if a[:, den].sum() == 0 or b[:, den].sum() == 0:
             out += [None, None]
             continue
         point = a[:, num].sum() / a[:, den].sum() - b[:, num].sum() / b[:, den].sum()
-        ta, tb = draws @ a, draws @ b
         with np.errstate(divide="ignore", invalid="ignore"):
             diffs = ta[:, num] / ta[:, den] - tb[:, num] / tb[:, den]
         diffs = diffs[np.isfinite(diffs)]

@@ -12,6 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import pandas as pd
+
 from core.records import Record
 
 __all__ = ["setting_label", "split_settings"]
@@ -27,19 +30,39 @@ def setting_label(judge: str, mode: str | None, template: str | None) -> str:
     return f"{judge} ({', '.join(parts)})" if parts else f"{judge} (no setting recorded)"
 
 
-def split_settings(records: Sequence[Record], is_person: Callable[[Record], bool]) -> tuple[list[Record], list[str]]:
-    """The records with each LLM judge seen under several settings renamed per setting, and a
-    note for each judge split so (people are never split)."""
+def split_settings(records: Sequence[Record] | pd.DataFrame,
+                   is_person: Callable[[Record], bool] | np.ndarray) -> tuple[list[Record] | pd.DataFrame, list[str]]:
+    """The records (or their table, :mod:`analysis.record_table`, with ``is_person`` a mask)
+    with each LLM judge seen under several settings renamed per setting, and a note for each
+    judge split so (people are never split)."""
+    if isinstance(records, pd.DataFrame):
+        return _split_table(records, np.asarray(is_person, dtype=bool))
     settings: dict[str, set] = {}
     for r in records:
         if not is_person(r):
             settings.setdefault(r.judge, set()).add(_setting(r))
     several = {judge: found for judge, found in settings.items() if len(found) > 1}
-    if not several:
-        return list(records), []
     out = [dataclasses.replace(r, judge=setting_label(r.judge, *_setting(r))) if r.judge in several and
            not is_person(r) else r for r in records]
-    notes = [f"judge {judge} was run with {len(found)} settings (mode, template); each is reported as its own "
-             f"rater: " + "; ".join(sorted(setting_label(judge, *s) for s in found))
-             for judge, found in sorted(several.items())]
-    return out, notes
+    return out, _notes(several)
+
+
+def _split_table(table: pd.DataFrame, person: np.ndarray) -> tuple[pd.DataFrame, list[str]]:
+    judges = table.loc[~person, ["judge", "mode", "template"]].astype(object)
+    judges = judges.where(judges.notna(), None).drop_duplicates()
+    several = {judge: {(m, t) for m, t in zip(rows["mode"], rows["template"])}
+               for judge, rows in judges.groupby("judge", sort=False) if len(rows) > 1}
+    if not several:
+        return table, []
+    renamed = ~person & table["judge"].isin(list(several)).to_numpy()
+    labels = [setting_label(j, None if pd.isna(m) else m, None if pd.isna(t) else t)
+              for j, m, t in zip(table["judge"][renamed], table["mode"][renamed], table["template"][renamed])]
+    table = table.copy()
+    table.loc[renamed, "judge"] = labels
+    return table, _notes(several)
+
+
+def _notes(several: dict[str, set]) -> list[str]:
+    return [f"judge {judge} was run with {len(found)} settings (mode, template); each is reported as its own "
+            f"rater: " + "; ".join(sorted(setting_label(judge, *s) for s in found))
+            for judge, found in sorted(several.items())]

@@ -27,6 +27,7 @@ the rounds, so that variant is never marked best on a leaderboard metric.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
@@ -38,8 +39,9 @@ import numpy as np
 from analysis.bias.position import debiased_rows
 from analysis.judging.agreement import Agreement, agreement, agreement_sums
 from analysis.judging.leaderboard import (
-    BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, prompt_draws, rows_prompts,
+    BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
+from analysis.resample import paired_totals
 
 __all__ = ["BEST_RULE", "VARIANTS", "Variant", "best_variants", "judge_variants", "variant_rounds", "with_intervals"]
 
@@ -141,12 +143,12 @@ def variant_rounds(variants: tuple[Variant, ...], reference_rows: pd.DataFrame |
     verdict_level = [v for v in variants if v.agreement is not None and v.rows is not None]
     if reference_rows is not None and len(verdict_level) >= 1:
         sums = {v.name: agreement_sums(v.rows, reference_rows, v.each_order) for v in verdict_level}
-        items = sorted(set().union(*(s.index for s in sums.values())))
+        items = functools.reduce(pd.Index.union, (s.index for s in sums.values()))  # sorted: a fixed order of kinds
         if len(items) >= 10:
-            rng = np.random.default_rng(seed)
-            draws = rng.multinomial(len(items), np.full(len(items), 1 / len(items)), size=n_boot).astype(float)
-            for name, frame in sums.items():
-                totals = draws @ frame.reindex(items, fill_value=0.0).to_numpy()
+            # Items with the same sums under every variant are drawn as one kind; keyed jointly, the
+            # variants keep sharing each round's draws.
+            tables = [frame.reindex(items, fill_value=0.0).to_numpy() for frame in sums.values()]
+            for name, totals in zip(sums, paired_totals(tables, len(items), n_boot, seed)):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     rounds.setdefault(name, {})["with_ties"] = totals[:, 0] / totals[:, 1]
                     rounds[name]["without_ties"] = totals[:, 2] / totals[:, 3]
@@ -155,10 +157,10 @@ def variant_rounds(variants: tuple[Variant, ...], reference_rows: pd.DataFrame |
     if reference_board_rows is not None and reference_ratings is not None and boards:
         prompts = rows_prompts(reference_board_rows, *(v.rows for v in boards))
         if len(prompts) >= 10:
-            draws = prompt_draws(prompts, n_boot, seed)
-            for v in boards:
-                rounds.setdefault(v.name, {}).update(
-                    metric_rounds(v.rows, reference_board_rows, v.ratings, reference_ratings, prompts, draws))
+            values = metric_rounds([(v.rows, v.ratings) for v in boards], reference_board_rows, reference_ratings,
+                                   prompts, n_boot, seed)
+            for v, metrics in zip(boards, values):
+                rounds.setdefault(v.name, {}).update(metrics)
     return rounds
 
 

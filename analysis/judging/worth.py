@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi, judged_votes, ppi_data
 from analysis.ratings.table import z_two_sided
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
@@ -59,25 +59,34 @@ class JudgeWorth:
     all_labelled: bool = False  # people on every judged pair: the PPI ratings are people's own
 
 
-def _units(frame: pd.DataFrame) -> pd.Series:
-    low = frame[["model_a", "model_b"]].astype(str).min(axis=1)
-    high = frame[["model_a", "model_b"]].astype(str).max(axis=1)
-    return frame["pair_id"].astype(str) + "\x00" + low + "\x00" + high
+def _labelled(data: PPIData) -> np.ndarray:
+    """Per row, its clusters with people's votes (rows are kinds of clusters, ``weight`` their count)."""
+    return np.where(data.n_human > 0, data.weight, 0.0)
 
 
 def _people_on(data: PPIData, keep: np.ndarray) -> PPIData:
-    """``data`` with people's votes kept on the clusters ``keep`` only."""
-    keep = keep.astype(float)
-    return replace(data, n_human=data.n_human * keep, y_human=data.y_human * keep, yhat_human=data.yhat_human * keep)
+    """``data`` with people's votes kept on ``keep`` of each row's clusters only: a row splits
+    into the part that keeps its people and the part that loses them."""
+    lose = data.weight - keep
+    both = np.concatenate([keep > 0, lose > 0])
+    gone = np.zeros_like(data.n_human)
+
+    def split(kept: np.ndarray, lost: np.ndarray) -> np.ndarray:
+        return np.concatenate([kept, lost])[both]
+
+    return replace(data, pair=split(data.pair, data.pair), n_judge=split(data.n_judge, data.n_judge),
+                   yhat_judge=split(data.yhat_judge, data.yhat_judge), n_human=split(data.n_human, gone),
+                   y_human=split(data.y_human, gone), yhat_human=split(data.yhat_human, gone),
+                   weight=split(keep, lose))
 
 
-def _subsample(data: PPIData, size: int, rng: np.random.Generator, weight: np.ndarray | None = None) -> PPIData:
-    labelled = np.flatnonzero(data.n_human > 0)
-    if weight is not None:  # a bootstrap resample: only clusters drawn at least once
-        labelled = labelled[weight[labelled] > 0]
-    keep = np.zeros(len(data.pair), dtype=bool)
-    keep[rng.choice(labelled, size=min(size, len(labelled)), replace=False)] = True
-    return _people_on(data, keep)
+def _subsample(data: PPIData, size: int, rng: np.random.Generator) -> PPIData:
+    """People's votes kept on ``size`` of their clusters drawn without replacement: over rows
+    that stand for several clusters, the kept clusters per row are one multivariate
+    hypergeometric draw, the counts that ``size`` clusters drawn one by one would give."""
+    labelled = _labelled(data).astype(np.int64)  # cluster counts: whole numbers
+    keep = rng.multivariate_hypergeometric(labelled, min(size, int(labelled.sum())))
+    return _people_on(data, np.where(data.n_human > 0, keep, data.weight))
 
 
 def _width(covariance: np.ndarray, level: float) -> float:
@@ -85,7 +94,7 @@ def _width(covariance: np.ndarray, level: float) -> float:
 
 
 def _curve(data: PPIData, rng: np.random.Generator, level: float) -> tuple[WidthPoint, ...]:
-    n_labelled = int((data.n_human > 0).sum())
+    n_labelled = round(_labelled(data).sum())
     points = []
     for share in _FRACTIONS:
         fits = []
@@ -127,22 +136,21 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
     """
-    judged = set(_units(judge))
-    on_judged = _units(human).isin(judged).to_numpy()
+    on_judged = judged_votes(human, judge)
     if not on_judged.any():
         return None
     data = ppi_data(human[on_judged], judge, repr(name))
     rng = np.random.default_rng(seed)
     fit = fit_ppi(data)
-    n_labelled, n_judged = int((data.n_human > 0).sum()), int(data.n_judge.sum())
+    n_labelled, n_judged = round(_labelled(data).sum()), round(data.totals()[1])
     subsampled = n_labelled > _SUBSAMPLE_ABOVE * n_judged
     size = round(DESIGN_SHARE * n_judged)
 
-    def once(weight: np.ndarray | None = None) -> PPIFit:
+    def once(resample: bool = False) -> PPIFit:
         # The design first (people on a random share of the pairs), then the resample of its
         # pairs: the interval carries both the choice of pairs and the sampling of pairs.
         d = _subsample(data, size, rng) if subsampled else data
-        return fit_ppi(d if weight is None else d.resampled(weight))
+        return fit_ppi(d.bootstrapped(rng) if resample else d)
 
     point = [once() for _ in range(_DRAWS if subsampled else 1)]
     n_votes = float(np.mean([f.n_human for f in point]))
@@ -150,7 +158,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ratios = []
     for _ in range(rounds):
         try:
-            f = once(rng.poisson(1.0, len(data.pair)).astype(float))
+            f = once(resample=True)
         except (ValueError, RuntimeError):  # a resample whose comparisons are disconnected
             continue
         ratios.append(f.effective_human_votes / f.n_human)

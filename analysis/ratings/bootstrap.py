@@ -5,13 +5,14 @@ a pair, a judge's verdicts on both orders) with replacement, as the clusters, no
 battles, are what is independent (Field & Welsh 2007); without clusters every battle is
 its own. Clusters with the same cell counts are interchangeable, so drawing K clusters is
 a draw from Multinomial(K, shares of the distinct clusters) (Efron & Tibshirani 1993,
-ch. 6), and a round costs O(distinct clusters), not O(battles). Each replicate starts from
-the full-data MLE and is solved by the chord method: Newton steps that reuse the
-full-data information matrix, inverted once (Kelley 1995, sec. 5.4); one matrix product
-per step serves every replicate at once. A replicate not converged after ``max_iter``
-chord steps gets a full Newton fit of its own; one whose MLE does not exist (a model that
-only won or only lost in that resample) is fitted with the weak stated prior
-:data:`REPLICATE_L2`, and such rounds are counted.
+ch. 6; the grouping is :func:`analysis.resample.distinct_units`), and a round costs
+O(distinct clusters), not O(battles). Each replicate starts from the full-data MLE and
+is solved by the chord method: Newton steps that reuse the full-data information matrix,
+inverted once (Kelley 1995, sec. 5.4); one matrix product per step serves every replicate
+at once. A replicate not converged after ``max_iter`` chord steps gets a full Newton fit
+of its own; one whose MLE does not exist (a model that only won or only lost in that
+resample) is fitted with the weak stated prior :data:`REPLICATE_L2`, and such rounds are
+counted.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from analysis.resample import distinct_units
 
 from .bt import BTResult, _regularised_inverse, newton
 from .counts import PairCounts
@@ -29,8 +32,6 @@ __all__ = ["REPLICATE_L2", "Replicates", "bootstrap_params"]
 # Ridge l2/2 |theta|^2, a N(0, 10^2) prior on log-strengths (sd 10 = about 1,700 Elo), used
 # only in rounds whose MLE does not exist: it keeps them finite without narrowing the rest.
 REPLICATE_L2 = 0.01
-# Clusters with more battles than this are not merged into distinct kinds (rare, costly to key).
-_MAX_KEY = 32
 
 
 @dataclass(frozen=True)
@@ -79,17 +80,8 @@ def _units(counts: PairCounts):
     matrix = scipy.sparse.csr_matrix(
         (clusters.weight, clusters.cell, np.r_[0, np.cumsum(sizes)]), shape=(clusters.n, n_cells)
     )
-    if not len(sizes) or sizes.max() > _MAX_KEY:
-        return matrix, np.ones(clusters.n)
-    # Key of a cluster: its (cell, count) entries in cell order, padded; equal keys are
-    # equal clusters (the entries come sorted by cluster, then cell).
-    width = int(sizes.max())
-    slot = np.arange(len(clusters.code)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    keys = np.full((clusters.n, 2 * width), -1.0)
-    keys[clusters.code, 2 * slot] = clusters.cell
-    keys[clusters.code, 2 * slot + 1] = clusters.weight
-    _, first, kinds = np.unique(keys, axis=0, return_index=True, return_counts=True)
-    return matrix[first], kinds.astype(float)
+    kinds = distinct_units(clusters.code, clusters.cell, clusters.weight, clusters.n)
+    return matrix[kinds.first], kinds.counts.astype(float)
 
 
 def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: int, chunk: int) -> Replicates:

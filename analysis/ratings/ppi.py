@@ -39,12 +39,12 @@ import numpy as np
 import pandas as pd
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _regularised_inverse, newton
-from .counts import TIE, WIN_A, Incidence, PairCounts, _encode_models, encode_winners
+from .counts import TIE, WIN_A, PairCounts, _encode_models, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "judged_votes", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class PPIData:
     summed outcomes, ``n_human`` the people's votes on it, ``y_human`` their summed outcomes
     and ``yhat_human`` the judge's verdict summed over those votes (its prediction for each
     of them). Outcomes are seen from model ``i``: 1 win, 1/2 tie, 0 loss. ``weight`` counts
-    each cluster's copies (1; a bootstrap draws other weights).
+    each row's copies: a row of :meth:`compressed` data stands for that many interchangeable
+    clusters, and a bootstrap draws other weights.
     """
 
     models: pd.Index
@@ -82,8 +83,29 @@ class PPIData:
     def per_pair(self, values: np.ndarray) -> np.ndarray:
         return np.bincount(self.pair, self.weight * values, len(self.i))
 
-    def resampled(self, weight: np.ndarray) -> PPIData:
-        return replace(self, weight=self.weight * weight)
+    def compressed(self) -> PPIData:
+        """One row per kind of cluster: clusters with the same model pair, verdicts and votes
+        enter every sum of the fit (all weighted) identically, so a row per kind with
+        ``weight`` the kind's summed weight gives the same fit (to rounding) at a cost of
+        O(kinds), a few hundred for a handful of models however many pairs were judged (the
+        counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
+        columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
+        # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
+        kind = np.zeros(len(self.pair), dtype=np.int64)
+        for column in columns:
+            codes, uniques = pd.factorize(column)
+            kind, _ = pd.factorize(kind * len(uniques) + codes)
+        _, first = np.unique(kind, return_index=True)  # kinds are numbered in order of first sight
+        return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
+                       n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
+                       weight=np.bincount(kind, self.weight, len(first)))
+
+    def bootstrapped(self, rng: np.random.Generator) -> PPIData:
+        """The Poisson bootstrap of the clusters (each cluster Poisson(1) times; Hanley &
+        MacGibbon 2006): a row standing for ``w`` clusters draws Poisson(``w``) copies, the
+        sum of its clusters' independent Poisson(1) draws, so compressed data resample as
+        the clusters they stand for."""
+        return replace(self, weight=rng.poisson(self.weight).astype(float))
 
 
 @dataclass(frozen=True)
@@ -118,12 +140,9 @@ def _outcome_from_i(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> np.nda
     return np.where(a < b, first, 1.0 - first)
 
 
-def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
-    """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
-
-    Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
-    pair the judge never saw has no prediction and raises ``ValueError`` naming how many.
-    """
+def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, np.ndarray]:
+    """Both sets' model codes (people's votes first) and cluster keys: a cluster is one
+    pair_id with its two models, matched across the two sets; -1 without a pair_id."""
     for name, frame in (("human votes", human), ("judge verdicts", judge)):
         if frame.empty:
             raise ValueError(f"no {name} to rate with --ppi")
@@ -133,17 +152,34 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     # faster on a million string rows than looking every name up in one index).
     a, b, models = _encode_models(pd.concat([human["model_a"], judge["model_a"]], ignore_index=True),
                                   pd.concat([human["model_b"], judge["model_b"]], ignore_index=True))
+    m = len(models)
+    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
+    key = (pid_codes.astype(np.int64) * m + np.minimum(a, b)) * m + np.maximum(a, b)
+    return a, b, models, np.where(pid_codes < 0, -1, key)
+
+
+def judged_votes(human: pd.DataFrame, judge: pd.DataFrame) -> np.ndarray:
+    """Which of people's votes are on a pair the judge gave a verdict on, matched as
+    :func:`ppi_data` matches them (the votes it accepts)."""
+    *_, key = _clusters(human, judge)
+    votes, verdicts = key[:len(human)], key[len(human):]
+    return (votes >= 0) & np.isin(votes, verdicts)
+
+
+def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
+    """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
+
+    Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
+    pair the judge never saw has no prediction and raises ``ValueError`` naming how many
+    (:func:`judged_votes` picks the others). The clusters come back
+    :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    """
+    a, b, models, key = _clusters(human, judge)
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
     m, n_h = len(models), len(human)
     y = _outcome_from_i(a, b, np.r_[encode_winners(human["winner"]), encode_winners(judge["winner"])])
-    (ha, hb, hy), (ja, jb, jy) = (a[:n_h], b[:n_h], y[:n_h]), (a[n_h:], b[n_h:], y[n_h:])
-    # A cluster: one pair_id with its two models (matched across the two sets).
-    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
-    low = np.r_[np.minimum(ha, hb), np.minimum(ja, jb)]
-    high = np.r_[np.maximum(ha, hb), np.maximum(ja, jb)]
-    missing_pid = pid_codes < 0
-    key = np.where(missing_pid, -1, (pid_codes.astype(np.int64) * m + low) * m + high)
+    hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
     cluster, uniques = pd.factorize(key)
@@ -159,7 +195,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         )
     judged = n_judge_records > 0
     verdict = np.bincount(jc, jy, n_clusters) / np.maximum(n_judge_records, 1)  # both-orders verdict
-    pair_key = low * m + high
+    pair_key = np.minimum(a, b) * m + np.maximum(a, b)
     cluster_pair_key = np.zeros(n_clusters, dtype=np.int64)
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
@@ -176,7 +212,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         yhat_human=n_human * verdict,
         weight=np.ones(n_clusters),
         n_battles=np.bincount(a, minlength=m) + np.bincount(b, minlength=m),
-    )
+    ).compressed()
 
 
 def _counts(data: PPIData, lam: float, n: float, big_n: float) -> PairCounts:
@@ -197,9 +233,15 @@ def _solve(data: PPIData, lam: float, n: float, big_n: float) -> tuple[np.ndarra
     return theta, 1.0 / (1.0 + np.exp(-(theta[data.i] - theta[data.j])))
 
 
-def _scatter(data: PPIData, per_pair: np.ndarray) -> np.ndarray:
-    """``sum_k per_pair_k (e_i - e_j)`` over the model pairs."""
-    return Incidence(data.i, data.j, data.n_models).T @ per_pair
+def _scatter(data: PPIData, values: np.ndarray) -> np.ndarray:
+    """``sum_c w_c values_rc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
+    first), for each row ``r`` of ``values``: (rows, models) from two bincounts however many
+    rows, the sums one row at a time would give (a fit makes thousands of these calls)."""
+    k, n_pairs, m = len(values), len(data.i), data.n_models
+    row = np.arange(k)[:, None]
+    per_pair = np.bincount((data.pair + n_pairs * row).ravel(), (values * data.weight).ravel(), k * n_pairs)
+    at = (data.i + m * row).ravel(), (data.j + m * row).ravel()
+    return (np.bincount(at[0], per_pair, k * m) - np.bincount(at[1], per_pair, k * m)).reshape(k, m)
 
 
 @dataclass(frozen=True)
@@ -227,7 +269,7 @@ def _scores(data: PPIData, p: np.ndarray, n: float, big_n: float) -> _Scores:
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
     # Each part's mean score (per judged pair, per vote): what its clusters are centred by.
-    means = np.stack([_scatter(data, data.per_pair(r)) for r in (r_judge, r_human, r_pred)])
+    means = _scatter(data, np.stack([r_judge, r_human, r_pred]))
     zero = np.zeros_like(pk)
     return _Scores(
         human=r_human,
@@ -244,8 +286,7 @@ def _cross(data: PPIData, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray, t_
     in O(clusters + models^2): no (clusters, models) matrix is built."""
     w = data.weight
     out = _laplacian(data, data.per_pair(s * t))
-    left = np.stack([_scatter(data, data.per_pair(s * t_shares[:, v])) for v in range(3)])  # (3, m)
-    right = np.stack([_scatter(data, data.per_pair(t * s_shares[:, v])) for v in range(3)])
+    left, right = np.split(_scatter(data, np.concatenate([s * t_shares.T, t * s_shares.T])), 2)  # (3, m) each
     out -= left.T @ means + means.T @ right
     out += means.T @ ((s_shares * w[:, None]).T @ t_shares) @ means
     return out
@@ -259,19 +300,17 @@ def _information(data: PPIData, p: np.ndarray, lam: float, n: float, big_n: floa
     return _laplacian(data, data.per_pair(data.n_judge + data.n_human) * p * (1 - p) / (n + big_n))
 
 
-def _fit_at(data: PPIData, lam: float | None, n: float, big_n: float):
-    """Solve at ``lam`` (tuned when None, PPI++ sec. 2.2) and return theta, covariance, lam."""
-    if lam is None:
-        _, p = _solve(data, 1.0, n, big_n)
-        lam = _tuned_lambda(data, p, n, big_n)
-    theta, p = _solve(data, lam, n, big_n)
+def _fit_at(data: PPIData, lam: float, n: float, big_n: float,
+            solved: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Solve at ``lam`` (unless ``solved`` holds that solution) and return theta and its covariance."""
+    theta, p = solved if solved is not None else _solve(data, lam, n, big_n)
     sc = _scores(data, p, n, big_n)
     psi = sc.human + lam * sc.judge
     shares = sc.human_shares + lam * sc.judge_shares
     meat = _cross(data, psi, shares, psi, shares, sc.means)
     counts = _counts(data, lam, n, big_n)
     bread = _regularised_inverse(_information(data, p, lam, n, big_n), counts, 0.0)
-    return theta, bread @ meat @ bread, lam
+    return theta, bread @ meat @ bread
 
 
 def _tuned_lambda(data: PPIData, p: np.ndarray, n: float, big_n: float) -> float:
@@ -305,8 +344,17 @@ def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
         seen = people.totals > 0
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
         _check_connected(replace(people, i=people.i[seen], j=people.j[seen]))
-        classical_theta, classical_cov, _ = _fit_at(data, 0.0, n, big_n)
-        theta, cov, tuned = _fit_at(data, lam, n, big_n) if lam != 0 else (classical_theta, classical_cov, 0.0)
+        classical_theta, classical_cov = _fit_at(data, 0.0, n, big_n)
+        tuned, pilot = lam, None
+        if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
+            pilot = _solve(data, 1.0, n, big_n)
+            tuned = _tuned_lambda(data, pilot[1], n, big_n)
+        # A lambda clipped to 0 or 1 is a fit already made (0: the people-alone fit, most
+        # bootstrap rounds of a judge that adds little); only a lambda inside needs its own.
+        if tuned == 0:
+            theta, cov = classical_theta, classical_cov
+        else:
+            theta, cov = _fit_at(data, tuned, n, big_n, pilot if tuned == 1 else None)
         if lam is None and np.sqrt(np.diag(cov).clip(0)).mean() > np.sqrt(np.diag(classical_cov).clip(0)).mean():
             theta, cov, tuned = classical_theta, classical_cov, 0.0
     return PPIFit(

@@ -145,6 +145,9 @@ def _as_texts(texts) -> pd.Series:
     """The texts as a Series of str (``str(t)`` of each value, as :func:`style_counts` needs)."""
     if isinstance(texts, pd.Series) and isinstance(texts.dtype, pd.StringDtype) and not texts.hasnans:
         return texts
+    if (isinstance(texts, pd.Series) and isinstance(texts.dtype, pd.CategoricalDtype)
+            and isinstance(texts.cat.categories.dtype, pd.StringDtype) and not texts.hasnans):
+        return texts  # a record table's responses: factorised on their codes
     return pd.Series([str(t) for t in texts], dtype=object)
 
 

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
@@ -13,7 +14,7 @@ from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
 from analysis.judging.leaderboard import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.bias.position import PositionBias, debiased_rows, position_bias
-from analysis.judging.panel import PANEL, PanelSummary, panel_records, panel_summary
+from analysis.judging.panel import PANEL, PanelSummary, panel_summary, panel_table
 from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
 from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
@@ -21,7 +22,8 @@ from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from core.models import family_of
-from core.records import Record, is_human
+from analysis import record_table
+from core.records import Record
 
 __all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
 
@@ -119,6 +121,12 @@ def _choose_reference(name: str, shared: dict[str, int], families: dict[str, str
     return min(candidates, key=lambda o: (mine is not None and families.get(o) == mine, -shared[o], o))
 
 
+def _shared_pairs(name: str, pair_sets: dict[str, np.ndarray]) -> dict[str, int]:
+    """How many pairs each other rater judged with ``name`` (pair codes, each set sorted and unique)."""
+    return {other: len(np.intersect1d(pair_sets[name], codes, assume_unique=True))
+            for other, codes in pair_sets.items() if other != name}
+
+
 def _rater_family(name: str, rows: pd.DataFrame) -> str | None:
     """The judge's family as its records state it, else as the model registry knows it."""
     families = rows["judge_family"].dropna()
@@ -126,27 +134,27 @@ def _rater_family(name: str, rows: pd.DataFrame) -> str | None:
     return None if family == "unknown" else family
 
 
-def rating_frames(records_by_rater: dict[str, list[Record]]) -> dict[str, pd.DataFrame]:
-    """One battle frame per rater, the responses' style features counted once for all.
+def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFrame]:
+    """One battle frame per rater (``raters``: each row's rater; raters in order of first
+    appearance, rows in table order), the responses' style features counted once for all.
 
     The raters judged the same responses (in both orders), so the style counts of
     style-controlled BT are computed on one frame of every rater's records, then split.
     """
-    from analysis.frames import records_to_frame
+    from analysis.frames import battle_frame
     from analysis.ratings import add_style_features
 
-    frame = add_style_features(records_to_frame([r for records in records_by_rater.values() for r in records]))
-    frames, start = {}, 0
-    for name, records in records_by_rater.items():
-        frames[name] = frame.iloc[start : start + len(records)].reset_index(drop=True)
-        start += len(records)
-    return frames
+    codes, names = pd.factorize(raters)
+    order = np.argsort(codes, kind="stable")
+    frame = add_style_features(battle_frame(table.iloc[order]))
+    bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(names)))]
+    return {str(name): frame.iloc[bounds[k]: bounds[k + 1]].reset_index(drop=True) for k, name in enumerate(names)}
 
 
-def _ratings(records: Sequence[Record], frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
+def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
     from analysis.ratings import rate
 
-    if len({r.model_a for r in records} | {r.model_b for r in records}) < 2:
+    if len(set(frame["model_a"]) | set(frame["model_b"])) < 2:
         return Ratings(None, None, None, "fewer than two models")
     fitted, notes = {}, []
     graded = "strength" in frame and frame["strength"].notna().any()
@@ -193,7 +201,7 @@ def _family_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _build_report(
-    records: Sequence[Record],
+    records: Sequence[Record] | pd.DataFrame,
     human_prefix: str | None = None,
     n_boot: int = 1000,
     rating_bootstrap: int = 200,
@@ -204,7 +212,8 @@ def _build_report(
     panel: bool = True,
     timings: dict[str, RunTiming] | None = None,
 ) -> BiasReport:
-    """All bias estimates for every rater in ``records`` (humans pooled as ``human``).
+    """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
+    ``records`` may be records or their table (:mod:`analysis.record_table`).
 
     Records without a verdict (``parse_error``) are counted per rater, never analysed.
     With ``panel``, two or more LLM judges are also pooled into the virtual judge
@@ -212,35 +221,36 @@ def _build_report(
     (:func:`analysis.judging.annotator.read_run_timings`) for their annotator cards.
     """
 
-    def is_person(r: Record) -> bool:
-        return is_human(r.judge) or (human_prefix is not None and r.judge.startswith(human_prefix))
-
+    table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
+    person = record_table.is_person(table, human_prefix)
     # A judge run in two modes or with two templates is two raters, never one mixture.
-    records, split_notes = split_settings(records, is_person)
+    table, split_notes = split_settings(table, person)
     issues = (*issues, *split_notes)
-    pooled = panel_records([r for r in records if r.parse_error is None], is_person) if panel else []
-    if pooled and any(r.judge == PANEL for r in records):
+    usable = table["parse_error"].isna().to_numpy()
+    pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
+    if len(pooled) and (table["judge"] == PANEL).any():
         raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
-    records = [*records, *pooled]
-    table, parse_errors = judgment_table(records, human_prefix)
-    sd = length_sd(table[table["rater"] != PANEL])  # the panel restates its members' texts
-    by_rater = {name: rows for name, rows in table.groupby("rater", sort=True)}
+    members = tuple(sorted({m for names in pooled["panel_members"] for m in names})) if len(pooled) else ()
+    if len(pooled):
+        table = pd.concat([table, pooled[table.columns]], ignore_index=True)
+        person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
+        usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
+    judged, parse_errors = judgment_table(table, human_prefix)
+    sd = length_sd(judged[judged["rater"] != PANEL])  # the panel restates its members' texts
+    by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
-    pair_sets = {name: set(rows["pair_id"]) for name, rows in by_rater.items()}
-    usable = [r for r in records if r.parse_error is None]
-    records_by_rater: dict[str, list[Record]] = {}
-    for r in usable:
-        records_by_rater.setdefault(HUMAN_RATER if is_person(r) else r.judge, []).append(r)
+    pair_code = pd.factorize(judged["pair_id"])[0]
+    pair_sets = {name: np.unique(pair_code[rows.index]) for name, rows in by_rater.items()}
+    battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
-    battle_frames = rating_frames(records_by_rater)
     steps = progress(names, desc="raters") if progress else names
     reports: dict[str, RaterReport] = {}
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
     for name in steps:
         rows = by_rater[name]
         family = families[name]
-        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        shared = _shared_pairs(name, pair_sets)
         reference = None if name == HUMAN_RATER else _choose_reference(name, shared, families)
         same_pairs = None
         if name == HUMAN_RATER:
@@ -281,24 +291,24 @@ def _build_report(
             agreement=agree,
             agreement_same_pairs=same_pairs,
             ranking=None,
-            ratings=_ratings(records_by_rater[name], battle_frames[name], rating_bootstrap, seed),
+            ratings=_ratings(battle_frames[name], rating_bootstrap, seed),
         )
     human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
     if human_bt is not None:
         for name, rep in reports.items():
             if name != HUMAN_RATER and rep.ratings.bt is not None:
                 reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
-    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled,
-                                timings or {}, n_boot, rating_bootstrap, seed)
+    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members,
+                                timings or {}, n_boot, rating_bootstrap, seed, progress)
     worth, worth_notes = worth_of_judges(
         battle_frames.get(HUMAN_RATER),
         {n: (battle_frames[n], r.ratings.bt) for n, r in reports.items() if n != HUMAN_RATER and r.reference == HUMAN_RATER},
         seed=seed,
     )
-    matrix, counts = _family_matrix(table)
+    matrix, counts = _family_matrix(judged)
     return BiasReport(
         raters=tuple(reports[n] for n in names),
-        n_records=len(table),
+        n_records=len(judged),
         length_sd=sd,
         family_matrix=matrix,
         family_counts=counts,
@@ -320,8 +330,9 @@ def build_report(*args, **kwargs) -> BiasReport:
         return _build_report(*args, **kwargs)
 
 
-def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, pooled, timings,
-                      n_boot: int, rating_bootstrap: int, seed: int) -> dict[str, RaterReport]:
+def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members, timings,
+                      n_boot: int, rating_bootstrap: int, seed: int, progress: Callable | None = None
+                      ) -> dict[str, RaterReport]:
     """Add to every rater's report what judges the judge: the strength-controlled
     self-preference (one fit over all judges), its leaderboard against the reference's,
     the debiasing variants, and its annotator card."""
@@ -344,7 +355,7 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
     for name in reports:
         if name == HUMAN_RATER:
             continue
-        shared = {other: len(pair_sets[name] & s) for other, s in pair_sets.items() if other != name}
+        shared = _shared_pairs(name, pair_sets)
         references[name] = reference = _choose_reference(name, shared, families)
         if reference is None or name == PANEL:
             continue
@@ -353,9 +364,10 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
                        JudgeRows(families[name], debiased_rows(rows, calibrate=True),
                                  debiased_rows(ref_rows, calibrate=True), per_pair=True))
     controlled = controlled_self_preference(specs) if specs else {}
-    members = tuple(sorted({m for r in pooled for m in r.meta["panel_members"]}))
     out = {}
-    for name, rep in reports.items():
+    # The paired bootstraps of the variants and leaderboards are most of a large report's time.
+    for name in progress(list(reports), desc="judging the judges") if progress else list(reports):
+        rep = reports[name]
         card = annotator_card(battle_frames[name], parse_errors.get(name, 0), timings.get(name))
         reference = references.get(name)
         if name == HUMAN_RATER or reference is None:

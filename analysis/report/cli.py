@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from analysis.judging.annotator import read_run_timings
-from analysis.importers import describe_formats, import_paths
+from analysis.importers import describe_formats
+from analysis.importers.columnar import read_table
 from analysis.report.build import build_report
 from analysis.report.render import write_report
 
@@ -55,6 +56,13 @@ def _progress_bar(items, desc):
     return tqdm(items, desc=desc, file=sys.stderr)
 
 
+def _bytes_bar(total: int):
+    from tqdm import tqdm
+
+    # Shown only when reading takes a while: a small file's report prints no bar for it.
+    return tqdm(total=total, desc="reading", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, delay=0.5)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -64,12 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
     try:
-        imported = import_paths(args.votes, skip_bad=args.skip_bad)
+        table, skipped = read_table(args.votes, skip_bad=args.skip_bad, progress=None if args.quiet else _bytes_bar)
     except (RecordError, OSError) as exc:
         fail(str(exc))
-    if not imported.records:
+    if not len(table):
         fail("no records found in " + ", ".join(args.votes))
-    issues = [str(i) for i in imported.issues]
+    issues = [str(i) for i in skipped]
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
     progress = None if args.quiet else _progress_bar
@@ -78,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"note: {note}", file=sys.stderr)
     try:
         report = build_report(
-            imported.records, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+            table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
             seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
             panel=not args.no_panel, timings=timings,
         )

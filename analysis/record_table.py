@@ -1,0 +1,248 @@
+"""Records as columns: one row per record, the fields the analyses read as pandas columns.
+
+A million records as :class:`core.records.Record` objects cost a Python object per field
+before any analysis starts; the report reads them as columns instead. The table holds
+the record fields by name (``pair_id, prompt, model_a, model_b, response_a, response_b,
+winner, judge, judge_type, family_a, family_b, judge_family, prompt_id, category, prob_a,
+strength, tstamp, parse_error, template``) plus what the analyses read from ``meta`` or unknown
+fields: ``mode`` (``meta.mode``), ``suspect`` (``meta.suspect_verdict``), ``baseline``
+(``meta.baseline``), ``anony`` and ``identity_leak`` (the record's own field, else its
+``meta``'s; default True and False). Text columns are pandas' Arrow-backed strings.
+
+Two ways in, the same table out: :func:`from_records` (any importer's records) and
+:func:`from_arrow` (a records file read column-wise by :mod:`analysis.importers.columnar`,
+checked by the rules of :meth:`core.records.Record.validate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.records import HUMAN, WINNERS, Record, RecordError
+
+__all__ = ["COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
+
+TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "judge", "judge_type",
+        "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
+        "baseline"]
+COLUMNS = [*TEXT, "prob_a", "strength", "tstamp", "suspect", "anony", "identity_leak"]
+_REQUIRED = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "judge")
+
+
+def _meta_value(record: Record, name: str):
+    return record.meta.get(name) if isinstance(record.meta, dict) else None
+
+
+def _flag(record: Record, name: str, default: bool) -> bool:
+    for source in (record.extra, record.meta):
+        if isinstance(source, dict) and source.get(name) is not None:
+            return bool(source[name])
+    return default
+
+
+def from_records(records: Sequence[Record]) -> pd.DataFrame:
+    """The table of records already built (in their order)."""
+    columns: dict[str, list] = {name: [getattr(r, name) for r in records] for name in TEXT
+                                if name not in ("mode", "baseline")}
+    columns["mode"] = [_meta_value(r, "mode") for r in records]
+    columns["baseline"] = [_meta_value(r, "baseline") for r in records]
+    columns["prob_a"] = [r.prob_a for r in records]
+    columns["strength"] = [r.strength for r in records]
+    columns["tstamp"] = [r.tstamp for r in records]
+    columns["suspect"] = [bool(_meta_value(r, "suspect_verdict")) for r in records]
+    columns["anony"] = [_flag(r, "anony", True) for r in records]
+    columns["identity_leak"] = [_flag(r, "identity_leak", False) for r in records]
+    return _typed(pd.DataFrame(columns, columns=COLUMNS))
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(frame["response_a"].dtype, pd.CategoricalDtype):
+        frame["response_a"], frame["response_b"] = shared_texts(frame["response_a"], frame["response_b"])
+    for name in TEXT:
+        if name in ("response_a", "response_b"):
+            continue
+        column = frame[name]
+        if column.dtype != "str":
+            # Non-text ids (a number as prompt_id) are written as text, as str() would.
+            frame[name] = column.map(lambda v: v if v is None or isinstance(v, str) else str(v),
+                                     na_action="ignore").astype("str")
+    frame["prob_a"] = pd.to_numeric(frame["prob_a"], errors="coerce").astype(float)
+    for name in ("strength", "tstamp"):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
+    for name in ("suspect", "anony", "identity_leak"):
+        frame[name] = frame[name].astype(bool)
+    return frame
+
+
+def _arrow_text(values) -> pa.ChunkedArray:
+    if isinstance(values, pa.ChunkedArray):
+        return values
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    return pa.chunked_array([pa.array(list(values) if not isinstance(values, pd.Series) else values.to_numpy(object),
+                                      type=pa.large_string())])
+
+
+def shared_texts(response_a, response_b) -> tuple[pd.Series, pd.Series]:
+    """Both response columns as categoricals over one sorted set of texts (Arrow columns, Series
+    or lists in; sorted, so a code's order is the texts' order, as Python compares strings)."""
+    a, b = _arrow_text(response_a), _arrow_text(response_b)
+    if a.type != b.type:
+        a, b = a.cast(pa.large_string()), b.cast(pa.large_string())
+    both = pa.chunked_array(a.chunks + b.chunks, type=a.type)
+    encoded = pc.dictionary_encode(both)
+    chunks = encoded.chunks
+    if not chunks or any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+        encoded = pc.dictionary_encode(both.cast(pa.large_string()).combine_chunks())
+        chunks = [encoded]
+    dictionary = chunks[0].dictionary if chunks else pa.array([], pa.string())
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])] if chunks else \
+        np.zeros(0, dtype=np.int64)
+    categories = pd.Index(dictionary.take(pa.array(order)).to_pandas(), dtype="str")
+    n = len(a)
+    return (pd.Series(pd.Categorical.from_codes(codes[:n], categories=categories, ordered=True)),
+            pd.Series(pd.Categorical.from_codes(codes[n:], categories=categories, ordered=True)))
+
+
+def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index] | None:
+    """``(codes_a, codes_b, texts)`` of a table's responses when they share sorted texts
+    (:func:`shared_texts`), else None: equal codes are equal texts, a larger code a later text."""
+    a, b = table["response_a"], table["response_b"]
+    if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
+        return None
+    # Ordered categories come from shared_texts, whose order is the texts' own.
+    if not (a.cat.ordered and b.cat.ordered and a.cat.categories.equals(b.cat.categories)):
+        return None
+    return a.cat.codes.to_numpy(), b.cat.codes.to_numpy(), a.cat.categories
+
+
+def _problem(message: str) -> RecordError:
+    return RecordError(None, None, message)
+
+
+def _child(table: pa.Table, name: str) -> pa.ChunkedArray | None:
+    """``meta.<name>`` as a column, or None where no record's meta has it."""
+    if "meta" not in table.column_names:
+        return None
+    meta = table["meta"]
+    if not pa.types.is_struct(meta.type) or meta.type.get_field_index(name) < 0:
+        return None
+    return pc.struct_field(meta, name)
+
+
+def _truthy(values: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray:
+    """Python's ``bool(value)`` of every value; ``default`` where the value is null."""
+    if values is None:
+        return np.full(n, default)
+    if pa.types.is_boolean(values.type):
+        return pc.fill_null(values, default).to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
+        return pc.fill_null(pc.not_equal(values, 0), default).to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return pc.fill_null(pc.greater(pc.utf8_length(values), 0), default).to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_null(values.type):
+        return np.full(n, default)
+    raise _problem(f"a flag of type {values.type} (expected true/false)")
+
+
+def _flag_column(table: pa.Table, name: str, default: bool) -> np.ndarray:
+    """The record's own field where set, else its meta's, else ``default`` (as :func:`_flag`)."""
+    own = table[name] if name in table.column_names else None
+    meta = _child(table, name)
+    out = _truthy(meta, table.num_rows, default)
+    if own is not None and not pa.types.is_null(own.type):
+        set_here = pc.is_valid(own).to_numpy(zero_copy_only=False)
+        out = np.where(set_here, _truthy(own, table.num_rows, default), out)
+    return out
+
+
+def _text(table: pa.Table, name: str, values: pa.ChunkedArray | None = None) -> pd.Series:
+    values = table[name] if values is None and name in table.column_names else values
+    if values is None or pa.types.is_null(values.type):
+        return pd.Series(pd.array([None] * table.num_rows, dtype="str"))
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        raise _problem(f"field {name!r} must be a string, got {values.type}")
+    return pd.Series(values.to_pandas(), dtype="str").reset_index(drop=True)
+
+
+def from_arrow(table: pa.Table) -> pd.DataFrame:
+    """The table of a records file read column-wise, checked as :meth:`Record.validate` checks
+    one record. A breach raises :class:`RecordError` without a line: the caller reads the file
+    again row by row to say which line (:mod:`analysis.importers.columnar`)."""
+    names = set(table.column_names)
+    for name in _REQUIRED:
+        if name not in names or table[name].null_count:
+            raise _problem(f"missing required field {name!r}")
+    if "meta" in names and not (pa.types.is_struct(table["meta"].type) or pa.types.is_null(table["meta"].type)):
+        raise _problem("meta must be an object")
+    columns = {name: _text(table, name) for name in TEXT
+               if name in names and name not in ("mode", "baseline", "response_a", "response_b")}
+    for name in ("response_a", "response_b"):
+        if not (pa.types.is_string(table[name].type) or pa.types.is_large_string(table[name].type)):
+            raise _problem(f"field {name!r} must be a string, got {table[name].type}")
+    columns["response_a"], columns["response_b"] = shared_texts(table["response_a"], table["response_b"])
+    for name in TEXT:
+        if name not in columns and name not in ("mode", "baseline"):
+            columns[name] = _text(table, name, pa.chunked_array([pa.nulls(table.num_rows, pa.string())]))
+    n = table.num_rows
+    frame = pd.DataFrame(columns)
+    parse_error = frame["parse_error"]
+    winner = frame["winner"]
+    if (winner.isna() & (parse_error.isna() | (parse_error == ""))).any():
+        raise _problem("winner is null but parse_error is not set")
+    if not winner.dropna().isin(WINNERS).all():
+        raise _problem("unknown winner")
+    unknown = frame["judge_type"].isna()
+    if unknown.any():
+        judge = frame["judge"]
+        human = (judge == HUMAN) | judge.str.startswith(HUMAN + ":")
+        frame["judge_type"] = frame["judge_type"].where(~unknown, np.where(human, "human", "llm")).astype("str")
+    if not frame["judge_type"].isin(["human", "llm"]).all():
+        raise _problem("judge_type must be 'human' or 'llm'")
+    frame["mode"] = _text(table, "mode", _child(table, "mode"))
+    frame["baseline"] = _text(table, "baseline", _child(table, "baseline"))
+    frame["prob_a"] = _numbers(table, "prob_a")
+    if ((frame["prob_a"] < 0) | (frame["prob_a"] > 1) | np.isnan(frame["prob_a"]) & _valid(table, "prob_a")).any():
+        raise _problem("prob_a must be a number in [0, 1]")
+    frame["strength"] = _numbers(table, "strength", integer=True)
+    if (frame["strength"] < 0).any():
+        raise _problem("strength must be a whole number >= 0")
+    frame["tstamp"] = _numbers(table, "tstamp")
+    frame["suspect"] = _truthy(_child(table, "suspect_verdict"), n, False)
+    frame["anony"] = _flag_column(table, "anony", True)
+    frame["identity_leak"] = _flag_column(table, "identity_leak", False)
+    return _typed(frame[COLUMNS].copy())
+
+
+def _valid(table: pa.Table, name: str) -> np.ndarray:
+    if name not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    return pc.is_valid(table[name]).to_numpy(zero_copy_only=False)
+
+
+def _numbers(table: pa.Table, name: str, integer: bool = False) -> np.ndarray:
+    if name not in table.column_names or pa.types.is_null(table[name].type):
+        return np.full(table.num_rows, np.nan)
+    values = table[name]
+    ok = pa.types.is_integer(values.type) or (not integer and pa.types.is_floating(values.type))
+    if not ok:
+        raise _problem(f"{name} must be a {'whole ' if integer else ''}number, got {values.type}")
+    return values.to_numpy(zero_copy_only=False).astype(float)
+
+
+def is_person(table: pd.DataFrame, human_prefix: str | None = None) -> np.ndarray:
+    """Which rows are people's votes: judge ``human`` or ``human:<id>`` (:func:`core.records.is_human`),
+    or, with ``human_prefix``, any judge whose id starts with it."""
+    judge = table["judge"]
+    person = (judge == HUMAN) | judge.str.startswith(HUMAN + ":")
+    if human_prefix is not None:
+        person |= judge.str.startswith(human_prefix)
+    return person.to_numpy(dtype=bool)

@@ -1,0 +1,164 @@
+"""Bootstrap draws over distinct kinds of units: the home of the counts-not-rows idea.
+
+A bootstrap that resamples ``n`` units (prompts, items, pair clusters) with replacement and
+sums what each contributes needs only how often each unit is drawn. Units whose
+contributions are identical are interchangeable, so drawing ``n`` units is a draw from
+Multinomial(n, shares of the distinct kinds) over the kinds, and the totals of a round are
+those counts times each kind's contribution (Efron & Tibshirani 1993, ch. 6): exact in
+distribution, O(kinds) per round instead of O(units), and no (rounds x units) matrix. Count
+data have few kinds whatever the number of units (a prompt's verdicts on one model pair
+take a handful of values), so the cost stops growing with the data.
+
+A *paired* bootstrap (several statistics on the same draws: a judge's and the reference's
+leaderboards, every debiasing variant against the others) must key its units on all the
+statistics' contributions together (:func:`paired_totals`): kinds built per statistic would
+give each its own draws and break the pairing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Kinds", "distinct_rows", "distinct_units", "kind_draws", "kind_table", "paired_totals"]
+
+_DRAW_CELLS = 6_000_000  # a chunk of rounds holds at most this many drawn counts (about 50 MB)
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """Units grouped into kinds of identical contributions.
+
+    ``of_unit``: each unit's kind; ``first``: one unit of each kind (its first); ``counts``:
+    how many units are of each kind. Kinds are numbered in the order their first unit comes.
+    """
+
+    of_unit: np.ndarray
+    first: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return len(self.of_unit)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    # splitmix64's finaliser (Steele, Lea & Flood 2014): spreads every input bit over the
+    # output, so sums of mixed entries rarely collide (and collisions are checked anyway).
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def distinct_units(unit: np.ndarray, column: np.ndarray, value: np.ndarray, n_units: int) -> Kinds:
+    """Group ``n_units`` units by what they contribute, given in long form: unit ``unit[e]``
+    adds ``value[e]`` to column ``column[e]`` (repeated (unit, column) entries add up; a unit
+    with no entry contributes nothing).
+
+    Each unit's entries are hashed as a multiset (a sum of mixed entry hashes, so their order
+    does not matter); units with equal hashes are then compared entry by entry, and a unit
+    that differs from its hash group's first unit becomes a kind of its own. Grouping is
+    therefore exact (only identical units share a kind) and costs one sort of the entries;
+    unlike padding every unit's entries to the longest unit's, one unit with thousands of
+    entries (a prompt every model pair answered) costs no more than its entries.
+    """
+    unit = np.asarray(unit, dtype=np.int64)
+    column = np.asarray(column, dtype=np.int64)
+    value = np.asarray(value, dtype=float)
+    # Canonical entries: one per (unit, column), summed, zeros dropped, sorted by unit then column.
+    width = int(column.max()) + 1 if len(column) else 1
+    keys, where = np.unique(unit * width + column, return_inverse=True)
+    sums = np.bincount(where, weights=value, minlength=len(keys))
+    keep = sums != 0
+    keys, sums = keys[keep], sums[keep]
+    e_unit, e_col = keys // width, keys % width
+    sizes = np.bincount(e_unit, minlength=n_units)
+    starts = np.cumsum(sizes) - sizes
+    entry = _mix(_mix(e_col.astype(np.uint64)) + sums.view(np.uint64))
+    hashes = np.zeros(n_units, dtype=np.uint64)
+    filled = sizes > 0
+    if len(entry):
+        hashes[filled] = np.add.reduceat(entry, starts[filled])  # wraps modulo 2^64, as a hash should
+    _, group_first, group = np.unique(hashes, return_index=True, return_inverse=True)
+    rep = group_first[group]  # the first unit with the same hash
+    # Entry-by-entry check against the representative: equal sizes, then equal (column, value).
+    same = sizes == sizes[rep]
+    offset = np.arange(len(e_unit)) - starts[e_unit]
+    other = starts[rep[e_unit]] + offset
+    ok_entry = same[e_unit]
+    safe = np.where(ok_entry, other, 0)
+    ok_entry &= (e_col[safe] == e_col) & (sums[safe] == sums)
+    same &= np.bincount(e_unit, weights=~ok_entry, minlength=n_units) == 0
+    rep = np.where(same, rep, np.arange(n_units))  # a collision: the unit is a kind of its own
+    first, of_unit, counts = np.unique(rep, return_inverse=True, return_counts=True)
+    return Kinds(of_unit.reshape(-1), first, counts)
+
+
+def distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(sums, axis=0, return_counts=True)``: the distinct rows of a dense (units x
+    columns) array, in the same (lexicographic) order, and how many units have each."""
+    sums = np.asarray(sums, dtype=float)
+    if not sums.size:
+        return np.unique(sums, axis=0, return_counts=True)
+    unit, column = np.nonzero(sums)
+    kinds = distinct_units(unit, column, sums[unit, column], len(sums))
+    rows = sums[kinds.first]
+    order = np.lexsort(rows.T[::-1])
+    return rows[order], kinds.counts[order]
+
+
+def kind_draws(counts: np.ndarray, n_boot: int, rng: np.random.Generator, columns: int = 0) -> Iterator[np.ndarray]:
+    """Bootstrap rounds as counts per kind: ``n_boot`` draws of Multinomial(sum(counts),
+    counts / sum(counts)), yielded in chunks of rounds sized so that a chunk's draws and the
+    ``columns`` totals made of them stay near 50 MB. The chunks are the rows one
+    ``rng.multinomial(..., size=n_boot)`` call would give, in order."""
+    counts = np.asarray(counts, dtype=float)
+    n = int(round(counts.sum()))
+    shares = counts / counts.sum()
+    chunk = max(1, min(n_boot, _DRAW_CELLS // (len(counts) + columns)))
+    for begin in range(0, n_boot, chunk):
+        yield rng.multinomial(n, shares, size=min(chunk, n_boot - begin))
+
+
+def _long_form(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    if isinstance(table, tuple):
+        unit, column, value, n_columns = table
+        return np.asarray(unit, dtype=np.int64), np.asarray(column, dtype=np.int64), np.asarray(value, float), n_columns
+    dense = np.asarray(table, dtype=float)
+    unit, column = np.nonzero(dense)
+    return unit, column, dense[unit, column], dense.shape[1]
+
+
+def kind_table(kinds: Kinds, table) -> np.ndarray:
+    """``(kinds x columns)``: what one unit of each kind contributes to ``table`` (a dense
+    ``(units x columns)`` array or the long form of :func:`paired_totals`); the units of a
+    kind contribute alike, so its first unit's entries stand for all of them."""
+    unit, column, value, n_columns = _long_form(table)
+    is_first = np.zeros(kinds.n_units, dtype=bool)
+    is_first[kinds.first] = True
+    mine = is_first[unit]
+    out = np.zeros((len(kinds.first), n_columns))
+    np.add.at(out, (kinds.of_unit[unit[mine]], column[mine]), value[mine])
+    return out
+
+
+def paired_totals(tables: Sequence, n_units: int, n_boot: int, seed: int | np.random.Generator) -> list[np.ndarray]:
+    """Each table's column totals in every round of one bootstrap over ``n_units`` units:
+    ``(n_boot x columns)`` per table, every table summed over the *same* draws (a paired
+    bootstrap; see the module docstring).
+
+    A table is a dense ``(units x columns)`` array or, in long form, a tuple ``(unit, column,
+    value, n_columns)``. Kinds are built on all tables jointly; a round costs O(kinds x
+    columns), the grouping one pass over the entries.
+    """
+    forms = [_long_form(t) for t in tables]
+    offsets = np.r_[0, np.cumsum([f[3] for f in forms])]
+    joint = (np.concatenate([f[0] for f in forms]), np.concatenate([f[1] + off for f, off in zip(forms, offsets)]),
+             np.concatenate([f[2] for f in forms]), int(offsets[-1]))
+    kinds = distinct_units(*joint[:3], n_units)
+    per_kind = kind_table(kinds, joint)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    totals = np.concatenate([draws @ per_kind for draws in kind_draws(kinds.counts, n_boot, rng, offsets[-1])])
+    return [totals[:, lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
