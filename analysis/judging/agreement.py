@@ -36,7 +36,7 @@ import pandas as pd
 from analysis.bias.position import debiased_verdicts
 from analysis.stats import cluster_bootstrap_many, wilson_interval
 
-__all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "baseline_items", "human_baseline", "rank_agreement",
+__all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items", "human_baseline", "rank_agreement",
            "spearman_permutation_p"]
 
 _CATS = (1, -1, 0)
@@ -66,12 +66,16 @@ class RankAgreement:
 
 
 def _counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """Votes per item and canonical category: columns 1, -1, 0."""
+    """Votes per item and canonical category: columns 1, -1, 0; items sorted."""
     if rows.empty:
         return pd.DataFrame(columns=list(_CATS), dtype=int)
-    return rows.groupby(["pair_id", "canon"]).size().unstack("canon", fill_value=0).reindex(
-        columns=list(_CATS), fill_value=0
-    )
+    # A bincount over factorized items: a two-key groupby and unstack took 0.2 s a million rows.
+    items, names = pd.factorize(rows["pair_id"], sort=True)
+    cats = pd.Index(_CATS).get_indexer(rows["canon"].to_numpy())
+    keep = (items >= 0) & (cats >= 0)
+    table = np.bincount(items[keep] * len(_CATS) + cats[keep], minlength=len(names) * len(_CATS))
+    return pd.DataFrame(table.reshape(-1, len(_CATS)), index=pd.Index(names, name="pair_id"),
+                        columns=pd.Index(list(_CATS), name="canon"))
 
 
 def _name_orientation(rows: pd.DataFrame) -> pd.Series:
@@ -138,8 +142,7 @@ def _order_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
 def agreement_sums(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, each_order: bool = False) -> pd.DataFrame:
     """Per item: S1 agreeing and total vote pairs, S2 agreeing and total (columns same, total,
     s2_same, s2_total), the numbers behind :func:`agreement` (and its paired bootstraps)."""
-    j, c, _, items = _aligned(judge_rows, reference_rows, each_order)
-    return pd.DataFrame(_sums(j, c), index=items, columns=["same", "total", "s2_same", "s2_total"])
+    return agreement_with_sums(judge_rows, reference_rows, None, each_order=each_order)[1]
 
 
 def _aligned(judge_rows, reference_rows, each_order):
@@ -180,11 +183,19 @@ def agreement(
     once, however many records the judge left or people voted (pairing every record with
     every vote let pairs with many votes, or a judge's repeated records, weigh more).
     """
+    return agreement_with_sums(judge_rows, reference_rows, vs, n_boot, seed, each_order)[0]
+
+
+def agreement_with_sums(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, vs: str | None, n_boot: int = 1000,
+                        seed: int = 0, each_order: bool = False) -> tuple[Agreement, pd.DataFrame]:
+    """:func:`agreement` and its per-item sums (:func:`agreement_sums`) from one alignment of
+    the verdicts (a paired bootstrap over variants needs both)."""
     j, c, n_votes, items = _aligned(judge_rows, reference_rows, each_order)
-    if vs is None or len(items) == 0:
-        return Agreement(vs, None, None, None, None, None, 0, 0, 0)
-    orientation = _name_orientation(reference_rows).reindex(items).fillna(1).to_numpy()
     sums = _sums(j, c)
+    frame = pd.DataFrame(sums, index=items, columns=["same", "total", "s2_same", "s2_total"])
+    if vs is None or len(items) == 0:
+        return Agreement(vs, None, None, None, None, None, 0, 0, 0), frame
+    orientation = _name_orientation(reference_rows).reindex(items).fillna(1).to_numpy()
     tot = sums.sum(axis=0)
     n_judge, weight_ref = j.sum(axis=1), c.sum(axis=1)
     p_judge = (_by_name(j, orientation) * weight_ref[:, None]).sum(axis=0) / tot[1]
@@ -201,7 +212,7 @@ def agreement(
         n_without_ties=int(round(tot[3])),
         n_items=len(items),
         n_items_without_ties=int((sums[:, 3] > 0).sum()),
-    )
+    ), frame
 
 
 def item_verdicts(rows: pd.DataFrame) -> pd.DataFrame:

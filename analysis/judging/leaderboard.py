@@ -50,7 +50,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.resample import paired_totals
-from analysis.stats import Z95
+from analysis.stats import Z95, positions
 
 __all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
            "placeholder_models"]
@@ -214,8 +214,8 @@ def _count_entries(rows: pd.DataFrame, models: pd.Index, prompts: pd.Index, i, j
     each row weighted by its ``weight`` column when there is one), in the long form
     :func:`analysis.resample.paired_totals` takes: column ``q`` for model pair ``q``'s first
     model, ``len(i) + q`` for its second."""
-    a, b = models.get_indexer(rows["model_a"]), models.get_indexer(rows["model_b"])
-    p = prompts.get_indexer(rows["prompt"])
+    a, b = positions(models, rows["model_a"]), positions(models, rows["model_b"])
+    p = positions(prompts, rows["prompt"])
     keep = (a >= 0) & (b >= 0) & (a != b) & (p >= 0) & rows["winner"].notna().to_numpy()
     rows, a, b, p = rows[keep], a[keep], b[keep], p[keep]
     winner = rows["winner"]

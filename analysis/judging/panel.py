@@ -126,14 +126,14 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     """
     from analysis.judging.agreement import agreement_sums
     from analysis.resample import paired_totals
-    from analysis.stats import clustered_rate_ci, wilson_interval
+    from analysis.stats import clustered_rate_ci, positions, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
     # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).
     pairs = pd.Index(panel_rows["pair_id"].unique())
 
     def on_panel_pairs(rows: pd.DataFrame) -> pd.DataFrame:
-        return rows[pairs.get_indexer(rows["pair_id"]) >= 0]
+        return rows[positions(pairs, rows["pair_id"]) >= 0]
 
     ref = on_panel_pairs(reference_rows)
     ties = (panel_rows["canon"].to_numpy() == 0)

@@ -37,7 +37,7 @@ import pandas as pd
 import numpy as np
 
 from analysis.bias.position import debiased_rows
-from analysis.judging.agreement import Agreement, agreement, agreement_sums
+from analysis.judging.agreement import Agreement, agreement_sums, agreement_with_sums
 from analysis.judging.leaderboard import (
     BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
@@ -68,6 +68,7 @@ class Variant:
     ratings: pd.DataFrame | None = None  # the variant's BT table (model, rating, lower, upper, ...)
     rows: pd.DataFrame | None = None  # the verdict rows it is read from (for the paired bootstraps)
     each_order: bool = False
+    sums: pd.DataFrame | None = None  # per-item agreement sums (analysis.judging.agreement.agreement_sums)
 
     def metric(self, name: str) -> float | None:
         if name in ("with_ties", "without_ties"):
@@ -98,9 +99,11 @@ def judge_variants(
     """
 
     def scored(verdicts: pd.DataFrame, table: pd.DataFrame | None, each: bool, note=None, known=None) -> tuple:
-        agree = known or agreement(verdicts, reference_rows, vs, n_boot=n_boot, seed=seed, each_order=each)
+        # One alignment gives the agreement and the sums variant_rounds resamples.
+        agree, sums = (known, None) if known else agreement_with_sums(verdicts, reference_rows, vs, n_boot=n_boot,
+                                                                      seed=seed, each_order=each)
         board = leaderboard_agreement(table, reference_ratings) if reference_ratings is not None else None
-        return agree, board, note, table, verdicts, each
+        return agree, board, note, table, verdicts, each, sums
 
     one_order = not rows.groupby("pair_id")["flip"].nunique().gt(1).any()
     same = "every pair was judged in one order only, so this is the records as given" if one_order else None
@@ -121,8 +124,8 @@ def judge_variants(
                        + (target or "nothing: the reference has no style-controlled ratings")
                        + "; no intervals (the style-controlled fit is not refitted in the bootstrap rounds)", controlled))
     if reference_ratings is None:
-        out = [Variant(v.name, v.agreement, None, "; ".join(filter(None, [v.note, "no reference ratings"])), v.ratings,
-                       v.rows, v.each_order) for v in out]
+        out = [dc_replace(v, leaderboard=None, note="; ".join(filter(None, [v.note, "no reference ratings"])))
+               for v in out]
     return tuple(out)
 
 
@@ -138,11 +141,14 @@ def variant_rounds(variants: tuple[Variant, ...], reference_rows: pd.DataFrame |
                    reference_ratings: pd.DataFrame | None = None, reference_board_rows: pd.DataFrame | None = None,
                    n_boot: int = BOOT_ROUNDS, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
     """Variant -> metric -> its value in every paired bootstrap round (module docstring): items
-    resampled for S1/S2, prompts for the leaderboard metrics, the same draws for every variant."""
+    resampled for S1/S2, prompts for the leaderboard metrics, the same draws for every variant.
+    ``reference_rows`` are those :func:`judge_variants` scored the variants against (the
+    per-item sums it kept are reused)."""
     rounds: dict[str, dict[str, np.ndarray]] = {}
     verdict_level = [v for v in variants if v.agreement is not None and v.rows is not None]
     if reference_rows is not None and len(verdict_level) >= 1:
-        sums = {v.name: agreement_sums(v.rows, reference_rows, v.each_order) for v in verdict_level}
+        sums = {v.name: v.sums if v.sums is not None else agreement_sums(v.rows, reference_rows, v.each_order)
+                for v in verdict_level}
         items = functools.reduce(pd.Index.union, (s.index for s in sums.values()))  # sorted: a fixed order of kinds
         if len(items) >= 10:
             # Items with the same sums under every variant are drawn as one kind; keyed jointly, the
