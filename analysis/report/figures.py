@@ -69,7 +69,7 @@ def position_figure(report: BiasReport):
     ax2.set_ylim(len(names) - 0.5, -0.5)
     ax2.set_xlim(0, 1)
     ax2.set_xlabel("share of pairs seen in both orders")
-    ax2.set_title("Swapped-order outcome (Zheng et al. 2023, Table 2)")
+    ax2.set_title("Swapped-order outcome\n(Zheng et al. 2023, Table 2)")  # two lines: it outran narrow panels
     if labelled:
         ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=8, frameon=False)
     return fig
@@ -110,7 +110,7 @@ def length_figure(report: BiasReport):
     ax2.set_yticks(range(len(names)), names)
     ax2.set_ylim(len(names) - 0.5, -0.5)
     ax2.set_xlabel(f"log-odds per SD of length difference ({report.length_sd:.0f} chars)")
-    ax2.set_title("Length coefficient, model strength held fixed")
+    ax2.set_title("Length coefficient,\nmodel strength held fixed")  # two lines: it outran narrow panels
     return fig
 
 
@@ -147,7 +147,8 @@ def families_figure(report: BiasReport):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.5, color="black"))
     ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
     ax.set_yticks(range(len(names)), names)
-    ax.set_title("Win rate of each family's responses\n(decisive, cross-family); box = rater's own family")
+    # Over the figure, not the axes: long rater names leave the axes narrower than the title.
+    fig.suptitle("Win rate of each family's responses\n(decisive, cross-family); box = rater's own family")
     fig.colorbar(im, ax=ax, fraction=0.03)
     return fig
 

@@ -82,7 +82,7 @@ def leaderboard_figure(report: BiasReport):
                         textcoords="offset points", ha=ha, va=va, annotation_clip=False)
         lb = r.leaderboard
         sub = "" if lb.brier is None else f"Brier {lb.brier:.3f}, separability {lb.separability:.2f}"
-        ax.set_title(f"{r.rater}\n{sub}", fontsize=9)
+        ax.set_title(f"{textwrap.fill(r.rater, 40, break_on_hyphens=False)}\n{sub}", fontsize=9)
         # Wrapped: a judge named with its settings ("... (generate, prometheus-relative)") ran into the next panel.
         ax.set_xlabel(textwrap.fill(f"{r.reference} rating (BT, 95% CI)", 40, break_on_hyphens=False))
         ax.set_ylabel(textwrap.fill(f"{r.rater} rating (BT, 95% CI)", 40, break_on_hyphens=False))
