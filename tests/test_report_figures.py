@@ -1,11 +1,17 @@
 """The report's figures read right at a glance: no legend over a label, readable text on
-every heatmap cell, no empty panel, one warning printed once."""
+every heatmap cell, no empty panel, one warning printed once; and each is drawn once."""
 
 from __future__ import annotations
 
+import cProfile
+import dataclasses
+import itertools
+import pstats
+import re
+
 import pytest
 
-from analysis.report import build_report
+from analysis.report import build_report, write_report
 from analysis.report.figures import DARK, families_figure, length_figure, luminance, position_figure
 from analysis.report.render import render_html, render_markdown
 from core.records import Record, make_pair_id
@@ -92,3 +98,66 @@ def test_a_small_run_says_why_its_length_curve_is_empty():
     few = [r for r in _records() if r.judge == "other-judge"][:8]
     fig = length_figure(build_report(few, n_boot=20, rating_bootstrap=0, seed=0, panel=False))
     assert any("or more decisive verdicts yet" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_a_small_runs_empty_length_note_is_not_struck_through_by_the_no_bias_line():
+    few = [r for r in _records() if r.judge == "other-judge"][:8]
+    fig = length_figure(build_report(few, n_boot=20, rating_bootstrap=0, seed=0, panel=False))
+    renderer = _boxes(fig)
+    curves = fig.axes[0]
+    note = next(t for t in curves.texts if "or more decisive verdicts yet" in t.get_text()).get_window_extent(renderer)
+    line_y = curves.transData.transform((0, 0.5))[1]
+    assert not note.y0 <= line_y <= note.y1
+    panel = curves.get_window_extent(renderer)
+    assert panel.x0 <= note.x0 and note.x1 <= panel.x1  # and the note fits in its panel
+
+
+def _calls(profile: cProfile.Profile, path_end: str, name: str) -> int:
+    stats = pstats.Stats(profile).stats
+    return sum(calls for (path, _, func), (_, calls, *_) in stats.items() if path.endswith(path_end) and func == name)
+
+
+def test_write_report_draws_each_figure_once_and_computes_each_section_once(tmp_path):
+    """Each embedded figure drawn once; the summary worked out once for report.json, report.md
+    and report.html; the templates compiled once per process, not once per report."""
+    short = [dataclasses.replace(r, judge="judge-b") if r.judge == LONG else r for r in _records()]
+    report = build_report(short, n_boot=50, rating_bootstrap=20, seed=0, panel=False)
+    write_report(report, tmp_path / "first")
+    profile = cProfile.Profile()
+    profile.runcall(write_report, report, tmp_path / "second")
+    html = (tmp_path / "second" / "report.html").read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    assert len(images) == 5  # position, length, families, ratings, leaderboards (no people's worth curve here)
+    assert _calls(profile, "matplotlib/figure.py", "draw") == len(images)
+    assert _calls(profile, "analysis/report/summary.py", "summary_blocks") == 1
+    assert _calls(profile, "jinja2/environment.py", "compile") == 0
+    assert (tmp_path / "second" / "report.md").read_text() == (tmp_path / "first" / "report.md").read_text()
+
+
+def test_no_two_model_labels_overlap_on_the_pandalm_leaderboard_figure(shared_data):
+    """bloom-7b and pythia-6.9b have close ratings on every panel: their labels were drawn on each other."""
+    from analysis.importers import import_paths
+    from analysis.report.leaderboard_figure import leaderboard_figure
+
+    report = build_report(import_paths([shared_data / "pandalm"]).records, n_boot=20, rating_bootstrap=20, seed=0)
+    fig = leaderboard_figure(report)
+    renderer = _boxes(fig)
+    panels = [ax for ax in fig.axes if ax.texts]
+    assert len(panels) == 3  # gpt-3.5-turbo, pandalm-7b and the panel against people
+    for ax in panels:
+        labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+        assert {"bloom-7b", "pythia-6.9b"} <= set(labels)
+        for (a, box_a), (b, box_b) in itertools.combinations(labels.items(), 2):
+            assert not box_a.overlaps(box_b), (ax.get_title(), a, b)
+
+
+def test_the_report_is_rendered_from_its_estimates_not_from_verdict_rows(report, tmp_path):
+    """Rendering redoes no analysis: without the verdict rows the variants keep for their
+    bootstraps, report.json, report.md and report.html come out byte for byte the same."""
+    assert any(v.rows is not None for r in report.raters for v in r.variants)
+    bare = dataclasses.replace(report, raters=tuple(
+        dataclasses.replace(r, variants=tuple(dataclasses.replace(v, rows=None) for v in r.variants))
+        for r in report.raters))
+    full, estimates = write_report(report, tmp_path / "full"), write_report(bare, tmp_path / "estimates")
+    for kind in ("json", "md", "html"):
+        assert full[kind].read_bytes() == estimates[kind].read_bytes(), kind

@@ -1,27 +1,31 @@
-"""report.html and report.md from jinja2 templates, and writing all three files."""
+"""report.html and report.md from jinja2 templates, and writing all three files.
+
+``write_report`` does each piece of work once: the summary blocks (shared by report.json and
+both templates), one template context for report.md and report.html, and each figure drawn
+once. Everything is read from the report's estimates; nothing is recomputed from records.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 import re
 from pathlib import Path
-
-import numpy as np
 
 from analysis.report.build import BiasReport, Ratings
 from analysis.report.figures import figures, swapped_seen
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
 from analysis.report.judging import judging_context
+from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
-from analysis.report.summary import summary_blocks
-from analysis.report.worth import worth_context, worth_figure
+from analysis.report.summary import SummaryBlock, summary_blocks
+from analysis.report.worth import worth_context
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-def _context(report: BiasReport) -> dict:
+def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
     rows = []
     for r in report.raters:
         sf = r.self_family
@@ -100,7 +104,7 @@ def _context(report: BiasReport) -> dict:
         "lc_table": _lc_table(report),
         **judging_context(report),
         **worth_context(report.worth, report.worth_notes),
-        "summary": summary_blocks(report),
+        "summary": summary,
         "has_people": any(r.is_human for r in report.raters),
         "clustering": CLUSTERING,
         "kappa_categories": KAPPA_CATEGORIES,
@@ -162,18 +166,18 @@ def _lc_table(report: BiasReport) -> dict:
     """Model x rater: BT rating and style-controlled rating (bt-style), side by side."""
     raters = [r for r in report.raters if r.ratings.bt is not None]
     models = sorted(set().union(*(set(r.ratings.bt["model"]) for r in raters))) if raters else []
-    rows = []
-    for m in models:
-        cells = []
-        for r in raters:
-            bt = r.ratings.bt.set_index("model")["rating"].get(m)
-            lc = r.ratings.controlled.set_index("model")["rating"].get(m) if r.ratings.controlled is not None else None
-            cells.append((_fmt(bt, 0), _fmt(lc, 0)))
-        rows.append({"model": m, "cells": cells})
+    tables = [(_by_model(r.ratings.bt), _by_model(r.ratings.controlled)) for r in raters]
+    rows = [{"model": m, "cells": [(_fmt(bt.get(m), 0), _fmt(lc.get(m), 0)) for bt, lc in tables]} for m in models]
     return {"raters": [r.rater for r in raters], "rows": rows}
 
 
+def _by_model(table) -> dict:
+    return {} if table is None else dict(zip(table["model"], table["rating"]))
+
+
+@functools.cache
 def _env():
+    """One environment per process: each template is compiled once, however many reports are written."""
     import jinja2
 
     return jinja2.Environment(
@@ -182,24 +186,35 @@ def _env():
     )
 
 
-def render_html(report: BiasReport, figs: dict[str, str] | None = None) -> str:
-    figs = {**figures(report), "worth": worth_figure(report.worth)} if figs is None else figs
-    return _env().get_template("report.html.j2").render(figs=figs, **_context(report))
+def _html(context: dict, figs: dict[str, bytes]) -> str:
+    uris = {name: data_uri(image) for name, image in figs.items()}
+    return _env().get_template("report.html.j2").render(figs=uris, **context)
 
 
 # A table cell whose value and interval are both missing reads "- -" (or "**-** -"); one dash says it.
 _MISSING_PAIR = re.compile(r"(?<=\| )(\*\*-\*\*|-) -(?= \||\s\()")
 
 
+def _markdown(context: dict) -> str:
+    return _MISSING_PAIR.sub("-", _env().get_template("report.md.j2").render(**context))
+
+
+def render_html(report: BiasReport, figs: dict[str, bytes] | None = None) -> str:
+    """report.html; ``figs`` (PNG bytes by name, as ``figures`` gives them) are drawn here when not given."""
+    return _html(_context(report, summary_blocks(report)), figures(report) if figs is None else figs)
+
+
 def render_markdown(report: BiasReport) -> str:
-    return _MISSING_PAIR.sub("-", _env().get_template("report.md.j2").render(**_context(report)))
+    return _markdown(_context(report, summary_blocks(report)))
 
 
 def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    summary = summary_blocks(report)
+    context = _context(report, summary)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    paths["json"].write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
-    paths["md"].write_text(render_markdown(report), encoding="utf-8")
-    paths["html"].write_text(render_html(report), encoding="utf-8")
+    paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
+    paths["md"].write_text(_markdown(context), encoding="utf-8")
+    paths["html"].write_text(_html(context, figures(report)), encoding="utf-8")
     return paths

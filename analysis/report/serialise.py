@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.report.build import BiasReport
 from analysis.report.formatting import num as _num
 from analysis.report.judging import controlled_json, judging_json
-from analysis.report.summary import summary_blocks, summary_json
+from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
 from analysis.report.worth import worth_json
 from analysis.stats import wilson_interval
 
@@ -38,8 +38,9 @@ def _frame_records(frame: pd.DataFrame | None):
     ]
 
 
-def report_json(report: BiasReport) -> dict:
-    """The ``report.json`` document: DESIGN.md's keys first, the details beside them."""
+def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = None) -> dict:
+    """The ``report.json`` document: DESIGN.md's keys first, the details beside them (``summary``:
+    the report's summary blocks where the caller has them already)."""
     judges = {}
     worth = {w.judge: worth_json(w) for w in report.worth}
     for r in report.raters:
@@ -108,7 +109,7 @@ def report_json(report: BiasReport) -> dict:
             judges[r.rater]["position"] = {"first_rate": None, "first_rate_ci": None, "consistency": None,
                                            "n_swapped_pairs": 0, "note": "the panel's verdict never saw a display order"}
     return {
-        "summary": summary_json(summary_blocks(report)),
+        "summary": summary_json(summary_blocks(report) if summary is None else summary),
         "judges": judges,
         "n_records": report.n_records,
         "length_sd_chars": report.length_sd,

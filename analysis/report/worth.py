@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from analysis.judging.worth import JudgeWorth
 from analysis.report.formatting import fmt as _fmt, num as _num
-from analysis.report.plotting import color, fig_data_uri
+from analysis.report.plotting import color, new_figure
 
 __all__ = ["worth_context", "worth_figure", "worth_json"]
 
@@ -87,16 +87,11 @@ def worth_json(w: JudgeWorth) -> dict:
     }
 
 
-def worth_figure(worth: tuple[JudgeWorth, ...]) -> str | None:
-    """Mean 95% interval width against human votes: people alone vs people plus each judge."""
+def worth_figure(worth: tuple[JudgeWorth, ...]):
+    """Mean 95% interval width against human votes: people alone vs people plus each judge. None without a curve."""
     if not worth or not any(w.curve for w in worth):
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = new_figure((6.4, 3.8))
     first = worth[0].curve
     ax.plot([p.n_votes for p in first], [p.people for p in first], "o-", color="#555555", label="people alone")
     for k, w in enumerate(worth):
@@ -119,4 +114,4 @@ def worth_figure(worth: tuple[JudgeWorth, ...]) -> str | None:
     ax.set_ylabel("mean 95% interval width (Elo)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return fig_data_uri(fig)
+    return fig
