@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.stats import Z95
+from analysis.stats import Z95, positions
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term"]
@@ -224,7 +224,7 @@ def _coded(rows: pd.DataFrame, models: pd.Index, pairs: pd.Index, prompts: pd.In
            family: str | None = None) -> Verdicts:
     rows = rows[rows["decisive"].to_numpy(dtype=bool)]
     x, y = _canonical_models(rows)
-    xi, yi = models.get_indexer(x), models.get_indexer(y)
+    xi, yi = positions(models, x), positions(models, y)
     own = None
     if family is not None:
         flip = rows["flip"].to_numpy(dtype=bool)
@@ -238,9 +238,9 @@ def _coded(rows: pd.DataFrame, models: pd.Index, pairs: pd.Index, prompts: pd.In
     position = None if per_pair else np.where(rows["flip"].to_numpy(dtype=bool), -1.0, 1.0)[keep]
     prompt = None
     if prompts is not None:
-        prompt = prompts.get_indexer(rows["prompt"].to_numpy(dtype=object))[keep]
+        prompt = positions(prompts, rows["prompt"])[keep]
     return Verdicts(xi[keep], yi[keep], (rows["canon"].to_numpy() == 1).astype(float)[keep], position,
-                    pairs.get_indexer(rows["pair_id"].to_numpy(dtype=object))[keep], prompt,
+                    positions(pairs, rows["pair_id"])[keep], prompt,
                     None if own is None else own[keep])
 
 
