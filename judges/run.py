@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from dataclasses import asdict
 from datetime import datetime, timezone
+from pathlib import Path
 
 from core.records import RecordError, read_pairs
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
@@ -200,6 +201,27 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _other_strip_setting(manifest, out, strip: bool) -> str | None:
+    """Why OUT cannot be resumed with this ``--strip-reasoning`` setting, or None.
+
+    A verdict on a response with its reasoning trace and one on the trace-free text are
+    verdicts on different inputs; the resume key (pair, order, judge, template, mode) cannot
+    tell them apart, so resuming with the other setting would keep the earlier verdicts as
+    if they were this run's.
+    """
+    if not Path(out).exists() or Path(out).stat().st_size == 0:
+        return None
+    try:
+        before = (json.loads(manifest.read_text(encoding="utf-8")).get("settings") or {}).get("strip_reasoning")
+    except (OSError, json.JSONDecodeError):
+        return None  # no readable manifest: nothing says how the records were made
+    if before is None or bool(before) == strip:
+        return None
+    said = "with" if before else "without"
+    return (f"{out} holds verdicts judged {said} --strip-reasoning (its manifest says so); resume with the same "
+            f"setting, or write the other setting's verdicts to another --out")
+
+
 def _previous_runs(manifest, log) -> list[dict]:
     """Summaries of the earlier runs into the same OUT (an interrupted run's time counts too)."""
     try:
@@ -238,12 +260,15 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     from core.backends.base import BackendError
     from core.models import family_of
 
+    manifest = manifest_path(args.out)
+    mixed = _other_strip_setting(manifest, args.out, config.strip_reasoning)
+    if mixed:
+        return _error(mixed)
     try:
         model = _load_judge(args, backend)
     except (BackendError, OSError) as exc:
         return _error(f"cannot use judge {args.judge!r}: {exc}")
     family = family_of(args.judge)
-    manifest = manifest_path(args.out)
     t0 = time.perf_counter()
     in_flight = args.concurrency if backend == "openai" else None
     body = {

@@ -77,3 +77,23 @@ def test_vllm_gets_large_chunks_with_the_pairs_of_one_question_together():
     from judges.run import DEFAULT_BATCH
 
     assert DEFAULT_BATCH["vllm"] >= 1024
+
+
+def test_a_run_is_not_resumed_with_the_other_strip_reasoning_setting(tmp_path, capsys):
+    """The resume key cannot tell a verdict on a traced text from one on the stripped text: the
+    command refuses (exit 2, nothing written) instead of keeping the earlier verdicts as its own."""
+    import json
+
+    from core.records import write_records
+    from judges import run as run_cli
+    from judges.manifest import manifest_path
+
+    pairs = tmp_path / "pairs.jsonl"
+    write_records(pairs, [make_pair("Capital of France?", "<think>hmm</think>Paris.", "Lyon.")])
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"earlier": "verdict"}\n')
+    manifest_path(out).write_text(json.dumps({"settings": {"strip_reasoning": False}}))
+    argv = ["--pairs", str(pairs), "--judge", "smollm2-135m-instruct", "--out", str(out), "--quiet"]
+    assert run_cli.main([*argv, "--strip-reasoning"]) == 2
+    assert "judged without --strip-reasoning" in capsys.readouterr().err
+    assert out.read_text() == '{"earlier": "verdict"}\n'

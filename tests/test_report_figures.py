@@ -152,12 +152,9 @@ def test_no_two_model_labels_overlap_on_the_pandalm_leaderboard_figure(shared_da
 
 
 def test_the_report_is_rendered_from_its_estimates_not_from_verdict_rows(report, tmp_path):
-    """Rendering redoes no analysis: without the verdict rows the variants keep for their
-    bootstraps, report.json, report.md and report.html come out byte for byte the same."""
-    assert any(v.rows is not None for r in report.raters for v in r.variants)
-    bare = dataclasses.replace(report, raters=tuple(
-        dataclasses.replace(r, variants=tuple(dataclasses.replace(v, rows=None) for v in r.variants))
-        for r in report.raters))
-    full, estimates = write_report(report, tmp_path / "full"), write_report(bare, tmp_path / "estimates")
-    for kind in ("json", "md", "html"):
-        assert full[kind].read_bytes() == estimates[kind].read_bytes(), kind
+    """Rendering redoes no analysis: the built report keeps no verdict rows (the variants'
+    rows served their bootstraps and are dropped), and it renders all three files."""
+    assert all(r.variants for r in report.raters if not r.is_human)
+    assert all(v.rows is None for r in report.raters for v in r.variants)
+    written = write_report(report, tmp_path / "out")
+    assert all(written[kind].stat().st_size > 0 for kind in ("json", "md", "html"))
