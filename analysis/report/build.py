@@ -381,8 +381,8 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
                                   reference_controlled=reports[reference].ratings.controlled)
         rounds = variant_rounds(variants, ref_rows, ref_bt, by_rater[reference], n_boot=n_boot, seed=seed)
         best, variants = best_variants(variants, rounds), with_intervals(variants, rounds)
-        # The verdict rows served the paired bootstraps; the report keeps estimates only.
-        variants = tuple(replace(v, rows=None) for v in variants)
+        # The verdict rows and item sums served the paired bootstraps; the report keeps estimates only.
+        variants = tuple(replace(v, rows=None, sums=None) for v in variants)
         summary = None
         if name == PANEL and reference == HUMAN_RATER:
             summary = panel_summary(by_rater[PANEL], {m: by_rater[m] for m in members if m in by_rater},
