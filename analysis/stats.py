@@ -54,12 +54,13 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-_IDS = ("rater", "voter", "pair_id", "model_a", "model_b", "family_a", "family_b", "judge_family", "winner",
-                "prompt")
+_IDS = ("rater", "voter", "model_a", "model_b", "family_a", "family_b", "judge_family", "winner")
+# Keys only grouped and matched on, never shown: integers in the order of their texts.
+_KEYS = ("pair_id", "prompt")
 
 
-def judgment_table(records: Iterable[Record] | pd.DataFrame,
-                   human_prefix: str | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str | None = None,
+                   key_codes: bool = False) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
     ``records`` are records or their table (:mod:`analysis.record_table`). A record is left
@@ -68,7 +69,9 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame,
     as human, e.g. ``"expert"``); ``voter`` keeps the individual id so per-voter
     quantities (order consistency, human-human agreement) never mix two people.
     ``suspect`` marks a judge verdict on texts that hold a verdict marker
-    (``meta.suspect_verdict``, see ``judges.runner``).
+    (``meta.suspect_verdict``, see ``judges.runner``). With ``key_codes``, ``pair_id`` and
+    ``prompt`` are integers numbered in their texts' sorted order (the report's choice: it
+    groups and matches on them and shows none; every order by them is the texts' order).
     """
     from analysis import record_table
 
@@ -104,6 +107,11 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame,
         codes, distinct = pd.factorize(table[name])
         values = np.append(np.asarray(distinct, dtype=object), None)[codes]  # code -1: missing
         table[name] = pd.Series(values, dtype=object)
+    for name in _KEYS if key_codes else ():
+        # Codes numbered in the texts' sorted order, so every sort by them (groupby's) keeps the
+        # order the texts had: a million string comparisons per sort become integer ones.
+        codes, _ = pd.factorize(table[name], sort=True)
+        table[name] = codes.astype(np.int64)
     table["decisive"] = table["winner"].isin(["model_a", "model_b"])
     table["first_wins"] = np.where(table["decisive"], (table["winner"] == "model_a").astype(float), np.nan)
     shown = np.where(table["decisive"], np.where(table["winner"] == "model_a", 1, -1), 0)

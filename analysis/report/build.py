@@ -235,7 +235,7 @@ def _build_report(
         table = pd.concat([table, pooled[table.columns]], ignore_index=True)
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
-    judged, parse_errors = judgment_table(table, human_prefix)
+    judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
     sd = length_sd(judged[judged["rater"] != PANEL])  # the panel restates its members' texts
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
