@@ -142,3 +142,33 @@ def test_markdown_report_escapes_what_records_carry():
     assert "m\\!\\[p\\](http://127.0.0.1:9/pixel.png)" in md  # the name, as written
     assert "&lt;/script&gt;|x" not in md  # the | stays inside its table cell
     assert "judge&lt;script&gt;alert(1)&lt;/script&gt;\\|x" in md
+
+
+def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
+    """Reading (bytes of each file) and the bootstraps (raters, judging the judges, worth in
+    human votes) report progress on stderr; stdout says only what was written."""
+    from analysis.importers.columnar import read_table
+    from core.records import write_records
+    from report_sample import synthetic_records
+
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=4, rich=True))
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.done, self.closed = total, 0, False
+
+        def update(self, n):
+            self.done += n
+
+        def close(self):
+            self.closed = True
+
+    bars = []
+    read_table([votes], progress=lambda total: bars.append(Bar(total)) or bars[-1])
+    assert [(b.total, b.done, b.closed) for b in bars] == [(votes.stat().st_size, votes.stat().st_size, True)]
+    proc = run("--votes", str(votes), "--out", str(tmp_path / "out"), "--bootstrap", "50", "--rating-bootstrap", "20")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("wrote ") and proc.stdout.count("\n") == 1
+    for bar in ("raters", "judging the judges", "worth in human votes"):
+        assert re.search(bar + r": 100%", proc.stderr), bar

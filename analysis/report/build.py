@@ -303,7 +303,7 @@ def _build_report(
     worth, worth_notes = worth_of_judges(
         battle_frames.get(HUMAN_RATER),
         {n: (battle_frames[n], r.ratings.bt) for n, r in reports.items() if n != HUMAN_RATER and r.reference == HUMAN_RATER},
-        seed=seed,
+        seed=seed, progress=progress,
     )
     matrix, counts = _family_matrix(judged)
     return BiasReport(
