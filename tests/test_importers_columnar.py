@@ -102,3 +102,13 @@ def test_other_formats_and_folders_come_through_their_importers(tmp_path):
     slow, slow_issues = _rows_table([pandalm])
     pd.testing.assert_frame_equal(fast, slow)
     assert [str(i) for i in issues] == [str(i) for i in slow_issues]
+
+
+def test_a_folder_of_record_files_is_one_table_with_one_set_of_texts(tmp_path):
+    rows = synthetic_records(40, seed=6, rich=True)
+    write_records(tmp_path / "a.jsonl", rows[:90])
+    write_records(tmp_path / "b.jsonl", rows[90:])
+    fast, _ = read_table([tmp_path])
+    slow, _ = _rows_table([tmp_path])
+    pd.testing.assert_frame_equal(fast, slow)
+    assert record_table.text_codes(fast) is not None  # both files' responses coded on the same texts
