@@ -172,3 +172,16 @@ def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
     assert proc.stdout.startswith("wrote ") and proc.stdout.count("\n") == 1
     for bar in ("raters", "judging the judges", "worth in human votes"):
         assert re.search(bar + r": 100%", proc.stderr), bar
+
+
+def test_a_file_of_pairs_still_to_judge_is_named_as_such(tmp_path):
+    from core.records import write_records
+    from report_sample import synthetic_records
+
+    pairs = tmp_path / "pairs.jsonl"
+    write_records(pairs, [{k: v for k, v in r.items() if k not in ("winner", "judge", "judge_family")}
+                          for r in synthetic_records(3, seed=1)])
+    proc = run("--votes", str(pairs), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"python -m analysis.report: error: no records found in {pairs} ({pairs}: file: "
+                                   "skipped: pairs to be judged (no winner), not votes)")

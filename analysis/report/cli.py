@@ -76,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RecordError, OSError) as exc:
         fail(str(exc))
     if not len(table):
-        fail("no records found in " + ", ".join(args.votes))
+        # Say why where an import said it (a file of pairs still to be judged, every row skipped).
+        why = f" ({skipped[0]})" if skipped else ""
+        fail("no records found in " + ", ".join(args.votes) + why)
     issues = [str(i) for i in skipped]
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
