@@ -34,3 +34,22 @@ def test_a_model_without_losses_in_some_bootstrap_rounds_keeps_the_raters_rating
     md = render_markdown(report)
     assert "Bradley-Terry and style-controlled" in md and "not a length-only control" in md
     assert "clustered by pair_id" in md
+
+
+def test_a_judge_with_no_verdict_at_all_is_named_not_dropped(tmp_path):
+    """Every record of a judge failed to parse: the report says, at its top, that the judge was
+    not analysed and why, instead of leaving it out without a word."""
+    from analysis.report import build_report, report_json, write_report
+    from core.records import Record
+    from report_sample import synthetic_records
+
+    records = []
+    for row in synthetic_records(40, seed=8):
+        if row["judge"] == "judge-qwen":
+            row = dict(row, winner=None, parse_error="no verdict in the output")
+        records.append(Record.from_dict(row))
+    report = build_report(records, n_boot=50, rating_bootstrap=10)
+    assert report_json(report)["judges_without_verdicts"] == [{"judge": "judge-qwen", "n_records": 80}]
+    paths = write_report(report, tmp_path)
+    for kind in ("md", "html"):
+        assert "Not analysed: judge-qwen" in paths[kind].read_text().replace("\\-", "-")

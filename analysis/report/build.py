@@ -101,6 +101,8 @@ class BiasReport:
     # What each judge is worth in human votes (analysis.judging.worth), where people voted beside it.
     worth: tuple[JudgeWorth, ...] = ()
     worth_notes: tuple[str, ...] = ()
+    # Judges none of whose records holds a verdict (every one a parse failure): (name, records).
+    without_verdicts: tuple[tuple[str, int], ...] = ()
 
     def rater(self, name: str) -> RaterReport:
         return next(r for r in self.raters if r.rater == name)
@@ -316,6 +318,7 @@ def _build_report(
         sources=tuple(sources),
         worth=worth,
         worth_notes=worth_notes,
+        without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
     )
 
 

@@ -99,6 +99,7 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
         "n_records": report.n_records,
         "length_sd": f"{report.length_sd:.0f}",
         "issues": report.issues,
+        "without_verdicts": report.without_verdicts,
         "sources": report.sources,
         "references": references,
         "lc_table": _lc_table(report),
