@@ -25,13 +25,24 @@ import pyarrow.compute as pc
 
 from core.records import HUMAN, WINNERS, Record, RecordError
 
-__all__ = ["COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
+__all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
 
 TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "judge", "judge_type",
         "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
         "baseline"]
 COLUMNS = [*TEXT, "prob_a", "strength", "tstamp", "suspect", "anony", "identity_leak"]
 _REQUIRED = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "judge")
+_META = ("mode", "baseline", "suspect_verdict", "anony", "identity_leak")
+# What a records file is read as: the record fields the table holds, typed, and of ``meta``
+# the keys the analyses read. Other fields are left unread (a line with fifty thousand
+# unknown keys costs nothing); a value of another type sends the file to the row reader.
+ARROW_SCHEMA = pa.schema(
+    [(name, pa.string()) for name in TEXT if name not in ("mode", "baseline")]
+    + [("prob_a", pa.float64()), ("strength", pa.int64()), ("tstamp", pa.float64()), ("anony", pa.bool_()),
+       ("identity_leak", pa.bool_()),
+       ("meta", pa.struct([(k, pa.bool_() if k in ("suspect_verdict", "anony", "identity_leak") else pa.string())
+                           for k in _META]))]
+)
 
 
 def _meta_value(record: Record, name: str):

@@ -112,3 +112,19 @@ def test_a_folder_of_record_files_is_one_table_with_one_set_of_texts(tmp_path):
     slow, _ = _rows_table([tmp_path])
     pd.testing.assert_frame_equal(fast, slow)
     assert record_table.text_codes(fast) is not None  # both files' responses coded on the same texts
+
+
+def test_unknown_fields_are_left_unread_however_many(tmp_path):
+    """A line with twenty thousand unknown keys (top level and in meta) is read column-wise
+    into the record columns only, not into twenty thousand Arrow columns, and gives the row
+    reader's table."""
+    from analysis.importers.columnar import _fast
+
+    rows = synthetic_records(10, seed=9)
+    rows[3].update({f"k{i}": i for i in range(20_000)})
+    rows[4]["meta"] = {f"m{i}": [i] for i in range(20_000)}
+    path = tmp_path / "wide.jsonl"
+    write_records(path, rows)
+    fast = _fast(path)
+    assert fast is not None and list(fast.columns) == record_table.COLUMNS
+    pd.testing.assert_frame_equal(fast, _rows_table([path])[0])

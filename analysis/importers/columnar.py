@@ -74,14 +74,16 @@ def _fast(path: Path) -> pd.DataFrame | None:
                 return None
             import pyarrow.json as pj
 
-            table = pj.read_json(path, read_options=pj.ReadOptions(block_size=_BLOCK))
+            table = pj.read_json(path, read_options=pj.ReadOptions(block_size=_BLOCK), parse_options=pj.ParseOptions(
+                explicit_schema=record_table.ARROW_SCHEMA, unexpected_field_behavior="ignore"))
         else:
             import pyarrow.parquet as pq
 
-            if not _own_columns(set(pq.read_schema(path).names)):
+            names = set(pq.read_schema(path).names)
+            if not _own_columns(names):
                 return None
-            table = pq.read_table(path)
-        if not _own_columns(set(table.column_names)) or "winner" not in table.column_names:
+            table = pq.read_table(path, columns=[n for n in record_table.ARROW_SCHEMA.names if n in names])
+        if path.suffix == ".parquet" and (not _own_columns(set(table.column_names)) or "winner" not in table.column_names):
             return None
         return record_table.from_arrow(table)
     except (pa.ArrowException, RecordError, OSError, ValueError, TypeError):
