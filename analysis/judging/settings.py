@@ -15,13 +15,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from analysis import record_table
 from core.records import Record
 
 __all__ = ["setting_label", "split_settings"]
-
-
-def _setting(record: Record) -> tuple[str | None, str | None]:
-    return (record.meta or {}).get("mode"), record.template
 
 
 def setting_label(judge: str, mode: str | None, template: str | None) -> str:
@@ -37,14 +34,9 @@ def split_settings(records: Sequence[Record] | pd.DataFrame,
     judge split so (people are never split)."""
     if isinstance(records, pd.DataFrame):
         return _split_table(records, np.asarray(is_person, dtype=bool))
-    settings: dict[str, set] = {}
-    for r in records:
-        if not is_person(r):
-            settings.setdefault(r.judge, set()).add(_setting(r))
-    several = {judge: found for judge, found in settings.items() if len(found) > 1}
-    out = [dataclasses.replace(r, judge=setting_label(r.judge, *_setting(r))) if r.judge in several and
-           not is_person(r) else r for r in records]
-    return out, _notes(several)
+    table, notes = _split_table(record_table.from_records(records), np.array([is_person(r) for r in records], dtype=bool))
+    return [r if r.judge == judge else dataclasses.replace(r, judge=judge)
+            for r, judge in zip(records, table["judge"])], notes
 
 
 def _split_table(table: pd.DataFrame, person: np.ndarray) -> tuple[pd.DataFrame, list[str]]:
