@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis import record_table
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
 from analysis.judging.leaderboard import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
@@ -22,7 +23,6 @@ from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from core.models import family_of
-from analysis import record_table
 from core.records import Record
 
 __all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
@@ -242,8 +242,10 @@ def _build_report(
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
-    pair_code = pd.factorize(judged["pair_id"])[0]
-    pair_sets = {name: np.unique(pair_code[rows.index]) for name, rows in by_rater.items()}
+    # Pair keys are integer codes (key_codes): each rater's sorted set of them.
+    pair_sets = {name: np.unique(rows["pair_id"].to_numpy()) for name, rows in by_rater.items()}
+    references = {name: _choose_reference(name, _shared_pairs(name, pair_sets), families)
+                  for name in by_rater if name != HUMAN_RATER}
     battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     steps = progress(names, desc="raters") if progress else names
@@ -252,8 +254,7 @@ def _build_report(
     for name in steps:
         rows = by_rater[name]
         family = families[name]
-        shared = _shared_pairs(name, pair_sets)
-        reference = None if name == HUMAN_RATER else _choose_reference(name, shared, families)
+        reference = references.get(name)
         same_pairs = None
         if name == HUMAN_RATER:
             agree = human_baseline(rows, n_boot=n_boot, seed=seed)
@@ -300,7 +301,7 @@ def _build_report(
         for name, rep in reports.items():
             if name != HUMAN_RATER and rep.ratings.bt is not None:
                 reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
-    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members,
+    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, references, families, members,
                                 timings or {}, n_boot, rating_bootstrap, seed, progress)
     worth, worth_notes = worth_of_judges(
         battle_frames.get(HUMAN_RATER),
@@ -333,7 +334,7 @@ def build_report(*args, **kwargs) -> BiasReport:
         return _build_report(*args, **kwargs)
 
 
-def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets, families, members, timings,
+def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, references, families, members, timings,
                       n_boot: int, rating_bootstrap: int, seed: int, progress: Callable | None = None
                       ) -> dict[str, RaterReport]:
     """Add to every rater's report what judges the judge: the strength-controlled
@@ -354,12 +355,9 @@ def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, pair_sets,
         except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
             return None
 
-    references, specs = {}, {}
+    specs = {}
     for name in reports:
-        if name == HUMAN_RATER:
-            continue
-        shared = _shared_pairs(name, pair_sets)
-        references[name] = reference = _choose_reference(name, shared, families)
+        reference = references.get(name)
         if reference is None or name == PANEL:
             continue
         rows, ref_rows = by_rater[name], by_rater[reference]
