@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.ratable import prompt_set_left_out
 from analysis import record_table
+from core.ratable import prompt_set_left_out
 from core.records import Record, is_human
 
 __all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame"]

@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from core.ratable import record_setting
 from core.records import HUMAN, WINNERS, Record, RecordError
 
 __all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
@@ -49,13 +50,6 @@ def _meta_value(record: Record, name: str):
     return record.meta.get(name) if isinstance(record.meta, dict) else None
 
 
-def _flag(record: Record, name: str, default: bool) -> bool:
-    for source in (record.extra, record.meta):
-        if isinstance(source, dict) and source.get(name) is not None:
-            return bool(source[name])
-    return default
-
-
 def from_records(records: Sequence[Record]) -> pd.DataFrame:
     """The table of records already built (in their order)."""
     columns: dict[str, list] = {name: [getattr(r, name) for r in records] for name in TEXT
@@ -66,8 +60,8 @@ def from_records(records: Sequence[Record]) -> pd.DataFrame:
     columns["strength"] = [r.strength for r in records]
     columns["tstamp"] = [r.tstamp for r in records]
     columns["suspect"] = [bool(_meta_value(r, "suspect_verdict")) for r in records]
-    columns["anony"] = [_flag(r, "anony", True) for r in records]
-    columns["identity_leak"] = [_flag(r, "identity_leak", False) for r in records]
+    columns["anony"] = [bool(record_setting(r, "anony", True)) for r in records]
+    columns["identity_leak"] = [bool(record_setting(r, "identity_leak", False)) for r in records]
     return _typed(pd.DataFrame(columns, columns=COLUMNS))
 
 
@@ -82,8 +76,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
             # Non-text ids (a number as prompt_id) are written as text, as str() would.
             frame[name] = column.map(lambda v: v if v is None or isinstance(v, str) else str(v),
                                      na_action="ignore").astype("str")
-    frame["prob_a"] = pd.to_numeric(frame["prob_a"], errors="coerce").astype(float)
-    for name in ("strength", "tstamp"):
+    for name in ("prob_a", "strength", "tstamp"):
         frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
     for name in ("suspect", "anony", "identity_leak"):
         frame[name] = frame[name].astype(bool)
@@ -123,15 +116,15 @@ def shared_texts(response_a, response_b) -> tuple[pd.Series, pd.Series]:
             pd.Series(pd.Categorical.from_codes(codes[n:], categories=categories, ordered=True)))
 
 
-def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index] | None:
-    """``(codes_a, codes_b, texts)`` of a table's responses when they share sorted texts
-    (:func:`shared_texts`), else None: equal codes are equal texts, a larger code a later text."""
+def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    """``(codes_a, codes_b, texts)`` of a table's responses: equal codes are equal texts, a
+    larger code a later text (the columns' own codes where :func:`shared_texts` made them)."""
     a, b = table["response_a"], table["response_b"]
-    if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
-        return None
     # Ordered categories come from shared_texts, whose order is the texts' own.
-    if not (a.cat.ordered and b.cat.ordered and a.cat.categories.equals(b.cat.categories)):
-        return None
+    shared = (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)
+              and a.cat.ordered and b.cat.ordered and a.cat.categories.equals(b.cat.categories))
+    if not shared:
+        a, b = shared_texts(a, b)
     return a.cat.codes.to_numpy(), b.cat.codes.to_numpy(), a.cat.categories
 
 
@@ -165,7 +158,8 @@ def _truthy(values: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray
 
 
 def _flag_column(table: pa.Table, name: str, default: bool) -> np.ndarray:
-    """The record's own field where set, else its meta's, else ``default`` (as :func:`_flag`)."""
+    """The record's own field where set, else its meta's, else ``default`` (as
+    :func:`core.ratable.record_setting`)."""
     own = table[name] if name in table.column_names else None
     meta = _child(table, name)
     out = _truthy(meta, table.num_rows, default)
@@ -213,8 +207,7 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
         raise _problem("unknown winner")
     unknown = frame["judge_type"].isna()
     if unknown.any():
-        judge = frame["judge"]
-        human = (judge == HUMAN) | judge.str.startswith(HUMAN + ":")
+        human = is_person(frame)
         frame["judge_type"] = frame["judge_type"].where(~unknown, np.where(human, "human", "llm")).astype("str")
     if not frame["judge_type"].isin(["human", "llm"]).all():
         raise _problem("judge_type must be 'human' or 'llm'")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import record_table
 from analysis.resample import distinct_rows, kind_draws
 from core.records import HUMAN, Record
 
@@ -73,8 +74,6 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     ``prompt`` are integers numbered in their texts' sorted order (the report's choice: it
     groups and matches on them and shows none; every order by them is the texts' order).
     """
-    from analysis import record_table
-
     source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
     human = record_table.is_person(source, human_prefix)
     # Columns stay Arrow strings throughout: a million ids as Python objects cost seconds.
@@ -83,15 +82,9 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     parse_errors = {str(k): int(v) for k, v in rater[failed].value_counts(sort=False).items()}
     # The usable rows, in record order; a table without failures is read as it stands.
     usable = source[~failed] if failed.any() else source
-    texts = record_table.text_codes(usable)
-    if texts is not None:
-        code_a, code_b, distinct = texts
-        lengths = distinct.str.len().to_numpy(dtype=np.int64)
-        len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
-    else:
-        len_a = usable["response_a"].astype(object).str.len().to_numpy(dtype=np.int64)
-        len_b = usable["response_b"].astype(object).str.len().to_numpy(dtype=np.int64)
-        flip = (usable["response_a"].astype(object) > usable["response_b"].astype(object)).to_numpy(dtype=bool)
+    code_a, code_b, distinct = record_table.text_codes(usable)
+    lengths = distinct.str.len().to_numpy(dtype=np.int64)
+    len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
     table = pd.DataFrame({
         "rater": rater[~failed], "voter": usable["judge"], "is_human": human[~failed], "pair_id": usable["pair_id"],
         "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],

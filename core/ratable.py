@@ -19,13 +19,14 @@ from collections.abc import Iterable
 
 from .records import Record
 
-__all__ = ["AUTHENTICATED", "PROMPT_SET_MODE", "is_clean", "prompt_set_left_out", "ratable"]
+__all__ = ["AUTHENTICATED", "PROMPT_SET_MODE", "is_clean", "prompt_set_left_out", "ratable", "record_setting"]
 
 PROMPT_SET_MODE = "prompt_set"
 AUTHENTICATED = "u-"  # prefix of a logged-in voter's id
 
 
-def _meta(record: Record, name: str, default):
+def record_setting(record: Record, name: str, default):
+    """A record's own field ``name`` where set, else its ``meta``'s, else ``default``."""
     for source in (record.extra, record.meta):
         if isinstance(source, dict) and source.get(name) is not None:
             return source[name]
@@ -34,8 +35,8 @@ def _meta(record: Record, name: str, default):
 
 def is_clean(record: Record) -> bool:
     """Anonymous, no identity leak, no vote-hygiene flag."""
-    return (bool(_meta(record, "anony", True)) and not _meta(record, "identity_leak", False)
-            and not _meta(record, "flags", None))
+    return (bool(record_setting(record, "anony", True)) and not record_setting(record, "identity_leak", False)
+            and not record_setting(record, "flags", None))
 
 
 def prompt_set_left_out(records: Iterable[Record], *, prompt_set_rated: bool = False) -> list[bool]:
@@ -44,10 +45,10 @@ def prompt_set_left_out(records: Iterable[Record], *, prompt_set_rated: bool = F
     counted: set[tuple[str, str]] = set()
     out = []
     for record in records:
-        if _meta(record, "mode", None) != PROMPT_SET_MODE:
+        if record_setting(record, "mode", None) != PROMPT_SET_MODE:
             out.append(False)
             continue
-        voter = str(_meta(record, "voter", ""))
+        voter = str(record_setting(record, "voter", ""))
         key = (voter, record.pair_id)
         first = prompt_set_rated and is_clean(record) and voter.startswith(AUTHENTICATED) and key not in counted
         if first:

@@ -57,8 +57,7 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     pairs, pair_ids = pd.factorize(llm["pair_id"])
     n = len(pair_ids)
     _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
-    texts = record_table.text_codes(llm)
-    response_a = texts[0] if texts is not None else llm["response_a"].to_numpy(dtype=object)
+    response_a = record_table.text_codes(llm)[0]
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
     orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
     vote = llm["winner"].map(_CANON).to_numpy(dtype=np.int8) * orient
