@@ -22,7 +22,8 @@ import pandas as pd
 
 from analysis.stats import cluster_codes
 
-__all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "bincount_rows", "encode_winners", "WIN_A", "WIN_B", "TIE"]
+__all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "bincount_rows", "encode_winners", "WIN_A", "WIN_B",
+           "TIE"]
 
 # Outcome codes; "tie (bothbad)" is a tie, as in FastChat's Elo code.
 WIN_A, WIN_B, TIE = 0, 1, 2

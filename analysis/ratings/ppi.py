@@ -246,8 +246,8 @@ def _scatter(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndarr
     first), for each round ``r`` (its weights ``w``) and each row ``k`` of its ``values``
     ``(rounds, k, clusters)``: ``(rounds, k, models)`` from two bincounts however many
     rows, the sums one row at a time would give."""
-    rounds, k, _ = values.shape
-    per_pair = bincount_rows(data.pair, (values * weights[:, None, :]).reshape(rounds * k, values.shape[-1]), len(data.i))
+    rounds, k, n_rows = values.shape
+    per_pair = bincount_rows(data.pair, (values * weights[:, None, :]).reshape(rounds * k, n_rows), len(data.i))
     m = data.n_models
     return (bincount_rows(data.i, per_pair, m) - bincount_rows(data.j, per_pair, m)).reshape(rounds, k, m)
 
