@@ -20,7 +20,7 @@ from analysis.frames import load_frame
 from analysis.ratings import rate
 from analysis.ratings.bt import fit_counts
 from analysis.ratings.counts import PairCounts
-from analysis.ratings.ppi import PPIData, fit_ppi, ppi_data, ppi_ratings, rank_sets
+from analysis.ratings.ppi import PPIData, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
 
 REPO = Path(__file__).resolve().parents[1]
 PANDALM = REPO.parent / "shared" / "data" / "pandalm"
@@ -321,3 +321,30 @@ def test_a_row_per_kind_of_cluster_gives_the_fit_of_a_row_per_cluster():
     assert compressed.weight.sum() == len(data.pair)
     for lam in (None, 0.5):
         _assert_same_fit(fit_ppi(compressed, lam), fit_ppi(data, lam))
+
+
+def test_rounds_fitted_together_are_each_their_own_fit():
+    """fit_ppi_rounds (the bootstrap rounds and designs of analysis/judging/worth.py, fitted in
+    one batched Newton fit and sandwich) gives every round the fit of its own weights, tuned
+    and fixed lambda; a round fit_ppi refuses (no votes, people's votes not connecting a
+    model, a model with only wins among them: Newton diverges) holds fit_ppi's error and the
+    rounds beside it are unaffected."""
+    data = _replicate(np.random.default_rng(5), informative=True)[0].compressed()
+    weights = np.random.default_rng(6).poisson(data.weight, size=(9, len(data.weight))).astype(float)
+    people, first = data.n_human > 0, data.i[data.pair]  # the lower model of each row's pair
+    weights[2, people] = 0  # no human votes
+    weights[4, people & (first == 0)] = 0  # model 0 never met by people
+    weights[6, people & (first == 0) & (data.y_human < data.n_human)] = 0  # model 0 only won
+    for lam in (None, 0.5):
+        fits = fit_ppi_rounds(data, weights, lam)
+        assert len(fits) == len(weights)
+        for w, fit in zip(weights, fits):
+            try:
+                alone = fit_ppi(replace(data, weight=w), lam)
+            except (ValueError, RuntimeError) as exc:
+                assert type(fit) is type(exc) and str(fit) == str(exc)
+                continue
+            _assert_same_fit(fit, alone)
+        assert [type(f).__name__ for f in fits[2:7:2]] == ["ValueError", "ValueError", "RuntimeError"]
+        thetas = [f.theta for f in fits if not isinstance(f, Exception)]
+        assert len(thetas) == 6 and all(np.abs(a - b).max() > 1e-3 for a, b in zip(thetas, thetas[1:]))

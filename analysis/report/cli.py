@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from analysis.judging.annotator import read_run_timings
 from analysis.importers import describe_formats
 from analysis.importers.columnar import read_table
-from analysis.report.build import build_report
+from analysis.report.build import PARALLEL_ROWS, build_report
 from analysis.report.render import write_report
 
 __all__ = ["main"]
@@ -46,8 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
     p.add_argument("--no-panel", action="store_true",
                    help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
+    p.add_argument("--workers", type=_positive, metavar="N",
+                   help="processes to spread the raters' estimates over (default: every CPU this process may use "
+                        f"once there are {PARALLEL_ROWS:,} verdicts or more, else 1); the numbers do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _progress_bar(items, desc):
@@ -90,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = build_report(
             table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
             seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
-            panel=not args.no_panel, timings=timings,
+            panel=not args.no_panel, timings=timings, workers=args.workers,
         )
     except ValueError as exc:
         fail(str(exc))
