@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import clustered_rate_ci, wilson_interval
+from analysis.stats import clustered_rate_ci, string_values, wilson_interval
 
 __all__ = [
     "OrderCheck",
@@ -109,19 +109,10 @@ class PositionBias:
     order: OrderCheck | None = None
 
 
-def _names(column: pd.Series) -> np.ndarray:
-    """``column.astype(str)`` as a numpy array; an object column of strings as it stands (the
-    judgment table's: converting it to Arrow strings and back cost more than the grouping)."""
-    values = column.to_numpy()
-    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
-        return values
-    return column.astype(str).to_numpy()
-
-
 def _model_codes(rows: pd.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray], pd.Index]:
     """Codes of ``model_a`` and ``model_b`` numbered in the names' sorted order (comparing
     codes compares the names), and the names."""
-    a, b = _names(rows["model_a"]), _names(rows["model_b"])
+    a, b = string_values(rows["model_a"]), string_values(rows["model_b"])
     both, models = pd.factorize(np.concatenate([a, b]), sort=True)
     return (both[: len(a)], both[len(a):]), models
 
