@@ -181,7 +181,7 @@ def _pair_features(response_a, response_b) -> tuple[np.ndarray, np.ndarray]:
         texts = texts_a.cat.categories
         seen = np.zeros(len(texts), dtype=bool)
         seen[codes] = True
-        if seen.mean() >= 0.5:  # most texts are used: counting the rest costs less than taking the used ones
+        if 2 * seen.sum() >= len(texts):  # most texts are used: counting the rest costs less than taking the used ones
             both = _category_counts(texts)[codes]
         else:
             used = np.flatnonzero(seen)
@@ -218,10 +218,12 @@ def _buffer_counts(array) -> np.ndarray:
     counted on them when every text is ASCII (a byte is then a character), and markdown looked
     for only in texts holding a byte of :data:`_MARKUP` (the others are a list-item match)."""
     n = len(array)
+    if n == 0:
+        return np.zeros((0, len(STYLE_FEATURES)))
     width = np.int64 if array.type == "large_string" else np.int32
     offsets = np.frombuffer(array.buffers()[1], dtype=width)[array.offset: array.offset + n + 1].astype(np.int64)
-    data = array.buffers()[2]
-    data = data.to_pybytes() if data is not None else b""
+    buffer = array.buffers()[2]
+    data = memoryview(buffer) if buffer is not None else memoryview(b"")
     tokens, markup = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     ascii_ = True
     begin = 0
@@ -229,7 +231,7 @@ def _buffer_counts(array) -> np.ndarray:
         # Batches of about _BATCH_CHARS bytes bound the per-byte arrays' memory.
         end = int(np.searchsorted(offsets, offsets[begin] + _BATCH_CHARS, side="right")) - 1
         end = min(n, max(end, begin + 1))
-        chunk = data[offsets[begin]: offsets[end]]
+        chunk = data[offsets[begin]: offsets[end]].tobytes()  # one batch's bytes copied, not the whole buffer
         starts = offsets[begin:end] - offsets[begin]
         filled = np.flatnonzero(offsets[begin + 1: end + 1] > offsets[begin:end])
         if len(filled):
