@@ -21,7 +21,7 @@ import numpy as np
 from analysis.report.build import BiasReport
 from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color,
-                                      errbar as _errbar, few_ticks, legend_height, new_figure, place, png, set_title,
+                                      few_ticks, intervals, legend_height, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
 from analysis.report.worth import worth_figure
 
@@ -65,9 +65,9 @@ def position_figure(report: BiasReport):
     height = 0.55 * len(raters) + 0.8
     fig, axes = new_figure((11.0, height), n_panels)
     ax1 = axes[0]
-    for i, r in enumerate(raters):
-        if not r.panel_members:  # the panel's verdict never saw a display order
-            _errbar(ax1, i, r.position.first_rate, r.position.first_rate_ci, _color(i))
+    # The panel's verdict never saw a display order: no point on its row.
+    intervals(ax1, [(i, None if r.panel_members else r.position.first_rate, r.position.first_rate_ci, _color(i))
+                    for i, r in enumerate(raters)])
     ax1.axvline(0.5, color="grey", ls="--", lw=1)
     few_ticks(ax1.xaxis)
     counts = []
@@ -127,14 +127,15 @@ def length_figure(report: BiasReport):
         curves += 1
     ax1.axhline(0.5, color="grey", ls="--", lw=1)
     ax1.set_xlim(0, 1)
-    few_ticks(ax1.yaxis, ax2.xaxis)
+    few_ticks(ax1.yaxis)
+    few_ticks(ax2.xaxis, n=8)  # coefficients are read off it to a tenth
     ax1.set_ylabel("P(longer response wins)")
     if not curves:  # an empty panel would say nothing: it says why, above the no-bias line, not struck through by it
         ax1.set_ylim(0, 1)
         ax1.text(0.5, 0.75, f"no length-gap bin has\n{MIN_BIN} or more decisive verdicts yet", ha="center",
                  va="center", color="grey", transform=ax1.transAxes)
+    intervals(ax2, [(i, r.length.coef, r.length.coef_ci, _color(i)) for i, r in enumerate(raters)])
     for i, r in enumerate(raters):
-        _errbar(ax2, i, r.length.coef, r.length.coef_ci, _color(i))
         if r.length.coef is None:
             ax2.text(0.02, i, "not fitted (see the note below)", va="center", color="grey", fontsize=8,
                      transform=ax2.get_yaxis_transform())
