@@ -144,6 +144,26 @@ def test_human_votes_on_pairs_the_judge_never_saw_are_an_error(pandalm):
         ppi_ratings(pandalm, "gpt-3.5-turbo")
 
 
+def test_votes_on_pairs_the_judge_never_saw_can_be_left_out(pandalm):
+    """``unjudged="leave out"`` (what a judge is worth in human votes uses) gives the data of
+    the votes on judged pairs alone, models only those votes had gone too: the same rows
+    and fit as picking those votes first."""
+    verdicts = pandalm[pandalm["judge"] == "gpt-3.5-turbo"]
+    people = pandalm[pandalm["judge_type"] == "human"]
+    unseen = (people["model_a"] == "llama-7b") | (people["model_b"] == "llama-7b")  # a model only people saw
+    verdicts = verdicts[~verdicts["model_a"].isin(["llama-7b"]) & ~verdicts["model_b"].isin(["llama-7b"])]
+    judged = _units(people).isin(_units(verdicts)).to_numpy()
+    assert unseen.any() and not judged[unseen.to_numpy()].any() and 75 < (~judged).sum() < len(people)
+    left_out = ppi_data(people, verdicts, unjudged="leave out")
+    picked = ppi_data(people[judged], verdicts)
+    assert "llama-7b" not in left_out.models and left_out.models.equals(picked.models)
+    for field in ("i", "j", "pair", "n_judge", "yhat_judge", "n_human", "y_human", "yhat_human", "weight", "n_battles"):
+        np.testing.assert_array_equal(getattr(left_out, field), getattr(picked, field))
+    assert left_out.totals()[0] == judged.sum()
+    with pytest.raises(ValueError, match="never judged"):
+        ppi_data(people, verdicts)
+
+
 # The coverage simulation: six models in two families, true human strengths, a judge that
 # agrees with people on every pair except that it adds +0.8 log-odds to one family (the same
 # uniform draw decides both), people on 20% of 2,500 pairs.

@@ -44,7 +44,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "judged_votes", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -148,27 +148,34 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
     return a, b, models, np.where(pid_codes < 0, -1, key)
 
 
-def judged_votes(human: pd.DataFrame, judge: pd.DataFrame) -> np.ndarray:
-    """Which of people's votes are on a pair the judge gave a verdict on, matched as
-    :func:`ppi_data` matches them (the votes it accepts)."""
-    *_, key = _clusters(human, judge)
-    votes, verdicts = key[:len(human)], key[len(human):]
-    return (votes >= 0) & np.isin(votes, verdicts)
-
-
-def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
+def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
+             unjudged: str = "raise") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
-    pair the judge never saw has no prediction and raises ``ValueError`` naming how many
-    (:func:`judged_votes` picks the others). The clusters come back
-    :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    pair the judge never saw has no prediction: it raises ``ValueError`` naming how many,
+    or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
+    are then the votes kept, and its models those of the votes kept and the verdicts). The
+    clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
     """
+    if unjudged not in ("raise", "leave out"):
+        raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
+    n_h, winners = len(human), human["winner"]
+    if unjudged == "leave out":
+        kept = (key[:n_h] >= 0) & np.isin(key[:n_h], key[n_h:])
+        if not kept.all():
+            rows = np.r_[kept, np.ones(len(judge), dtype=bool)]
+            a, b, key = a[rows], b[rows], key[rows]
+            used = np.zeros(len(models), dtype=bool)
+            used[a] = used[b] = True
+            code = np.cumsum(used) - 1  # models of dropped votes only are gone; the order stays
+            a, b, models = code[a], code[b], models[used]
+            n_h, winners = int(kept.sum()), winners.to_numpy()[kept]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
-    m, n_h = len(models), len(human)
-    y = _outcome_from_i(a, b, np.r_[encode_winners(human["winner"]), encode_winners(judge["winner"])])
+    m = len(models)
+    y = _outcome_from_i(a, b, np.r_[encode_winners(winners), encode_winners(judge["winner"])])
     hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
