@@ -368,3 +368,24 @@ def test_rounds_fitted_together_are_each_their_own_fit():
         assert [type(f).__name__ for f in fits[2:7:2]] == ["ValueError", "ValueError", "RuntimeError"]
         thetas = [f.theta for f in fits if not isinstance(f, Exception)]
         assert len(thetas) == 6 and all(np.abs(a - b).max() > 1e-3 for a, b in zip(thetas, thetas[1:]))
+
+
+def test_compressed_rows_are_the_kinds_in_order_of_first_sight_however_many_values():
+    """compressed() keys a row by its columns' codes combined into one number. With 2^13
+    values in each of five columns that number has 65 bits: unless renumbered before it
+    overflows, the row (value 2^12 in the first column, value 0 in the others) would take
+    row 0's key. The kinds must be exactly the distinct rows, in order of first sight, with
+    their weights summed."""
+    n = 2**13
+    fields = ("n_judge", "yhat_judge", "n_human", "y_human", "yhat_human")
+    rows = np.r_[np.arange(n), 0]  # per column, the index of its value per row; the last row
+    first_column = np.r_[np.arange(n), n // 2]  # differs from row 0 in the first column only
+    order = np.r_[np.arange(n + 1), np.random.default_rng(7).permutation(n + 1)]  # each row twice
+    values = {f: (first_column if f == "n_judge" else rows).astype(float)[order] + 0.5 for f in fields}
+    data = PPIData(models=pd.Index(["a", "b"]), i=np.array([0]), j=np.array([1]),
+                   pair=np.zeros(len(order), dtype=np.int64), **values, weight=np.ones(len(order)))
+    kinds = data.compressed()
+    assert len(kinds.pair) == n + 1
+    for f in fields:
+        np.testing.assert_array_equal(getattr(kinds, f), values[f][:n + 1])
+    np.testing.assert_array_equal(kinds.weight, np.full(n + 1, 2.0))

@@ -87,12 +87,19 @@ class PPIData:
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
         counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
-        # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
-        kind = np.zeros(len(self.pair), dtype=np.int64)
+        # Factorised column by column (a sort of the rows, np.unique(axis=0), is 25x slower),
+        # the codes combined as digits of one number, renumbered only where it would overflow.
+        kind, n_kinds = np.zeros(len(self.pair), dtype=np.int64), 1
         for column in columns:
             codes, uniques = pd.factorize(column)
-            kind, _ = pd.factorize(kind * len(uniques) + codes)
-        _, first = np.unique(kind, return_index=True)  # kinds are numbered in order of first sight
+            if n_kinds * len(uniques) >= 2**62:
+                kind, found = pd.factorize(kind)
+                n_kinds = len(found)
+            kind, n_kinds = kind * len(uniques) + codes, n_kinds * len(uniques)
+        kind, _ = pd.factorize(kind)
+        # Kinds are numbered in order of first sight: a kind's first row is where the running
+        # maximum of the numbers grows (an O(rows) pass; np.unique's return_index sorts).
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(kind), prepend=-1) > 0)
         return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
                        n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
                        weight=np.bincount(kind, self.weight, len(first)))
@@ -162,16 +169,22 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
     n_h, winners = len(human), human["winner"]
-    if unjudged == "leave out":
-        kept = (key[:n_h] >= 0) & np.isin(key[:n_h], key[n_h:])
-        if not kept.all():
-            rows = np.r_[kept, np.ones(len(judge), dtype=bool)]
-            a, b, key = a[rows], b[rows], key[rows]
-            used = np.zeros(len(models), dtype=bool)
-            used[a] = used[b] = True
-            code = np.cumsum(used) - 1  # models of dropped votes only are gone; the order stays
-            a, b, models = code[a], code[b], models[used]
-            n_h, winners = int(kept.sum()), winners.to_numpy()[kept]
+    cluster, uniques = pd.factorize(key)
+    n_clusters = len(uniques)
+    n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
+    unseen = n_judge_records[cluster[:n_h]] == 0
+    if unjudged == "leave out" and unseen.any():
+        # A cluster with a verdict is never one of the votes left out, so numbering the
+        # clusters with verdicts in order keeps the order of first sight among the rest.
+        rows, judged = np.r_[~unseen, np.ones(len(judge), dtype=bool)], n_judge_records > 0
+        a, b, cluster = a[rows], b[rows], (np.cumsum(judged) - 1)[cluster[rows]]
+        n_clusters, n_judge_records = int(judged.sum()), n_judge_records[judged]
+        used = np.zeros(len(models), dtype=bool)
+        used[a] = used[b] = True
+        code = np.cumsum(used) - 1  # models of left-out votes only are gone; the order stays
+        a, b, models = code[a], code[b], models[used]
+        n_h, winners, key = int((~unseen).sum()), winners.to_numpy()[~unseen], key[rows]
+        unseen = unseen[~unseen]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
     m = len(models)
@@ -179,15 +192,11 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
-    cluster, uniques = pd.factorize(key)
     hc, jc = cluster[:n_h], cluster[n_h:]
-    n_clusters = len(uniques)
-    n_judge_records = np.bincount(jc, minlength=n_clusters)
-    unseen = (hc < 0) | (n_judge_records[np.maximum(hc, 0)] == 0)
     if unseen.any():
         raise ValueError(
             f"{int(unseen.sum())} human votes are on pairs {judge_name} never judged "
-            f"({len(np.unique(hc[unseen & (hc >= 0)])) + int((hc < 0).sum())} pairs, matched by pair_id and the two "
+            f"({len(np.unique(hc[unseen]))} pairs, matched by pair_id and the two "
             f"models): judge every pair people voted on, or leave those votes out"
         )
     judged = n_judge_records > 0
