@@ -254,6 +254,7 @@ def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, b
                                  np.zeros(data.n_models))
         except RuntimeError as exc:
             errors[int(r)] = exc
+            theta[r] = np.nan  # no solution (a diverged one could overflow below)
     return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
