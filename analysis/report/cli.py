@@ -96,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    # The figures are drawn in a second process, forked now: it imports matplotlib while this
-    # one reads and analyses, and draws while this one writes report.json and report.md.
+    # The figures are drawn in a second process, forked now while this one is small: it
+    # imports matplotlib while this one analyses (not while it reads: then Arrow's threads and
+    # the import thread have both cores), and draws while report.json and report.md are written.
     with Background(fork=args.workers != 1 and available_cpus() > 1) as painter:
-        painter.submit(_import_figures)
         threading.Thread(target=_import, args=_ANALYSIS, daemon=True).start()
         from analysis.importers.columnar import read_table
 
@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from analysis.report.figures import figures
         from analysis.report.render import write_report
 
+        painter.submit(_import_figures)
         timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
         for note in timing_notes:
             print(f"note: {note}", file=sys.stderr)
