@@ -5,11 +5,13 @@ without replacement)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.judging.worth import _subsample
+from analysis.judging.worth import _bootstrapped, _design_rows, _subsample
 from analysis.ratings.ppi import PPIData
 
 _DRAWS = 5000
@@ -29,7 +31,7 @@ def test_bootstrap_of_kinds_resamples_as_poisson_one_per_cluster():
     Poisson(1) per kind would give mean 1, ``w`` times a Poisson(1) variance ``w^2``), and the
     resampled human votes have the cluster bootstrap's mean and variance."""
     rng = np.random.default_rng(0)
-    weights = np.array([_DATA.bootstrapped(rng).weight for _ in range(_DRAWS)])
+    weights = np.array([_bootstrapped(_DATA.weight, rng) for _ in range(_DRAWS)])
     np.testing.assert_allclose(weights.mean(axis=0), _WEIGHT, rtol=0.05)
     np.testing.assert_allclose(weights.var(axis=0), _WEIGHT, rtol=0.1)
     votes = weights @ _N_HUMAN
@@ -46,8 +48,9 @@ def test_design_subsample_of_kinds_is_a_draw_without_replacement_of_clusters():
     labelled = _WEIGHT[:3]
     total, size = int(labelled.sum()), 20
     kept, votes = [], []
+    rows = _design_rows(_DATA)  # a design is weights on these rows
     for _ in range(_DRAWS):
-        d = _subsample(_DATA, size, rng)
+        d = replace(rows, weight=_subsample(_DATA, size, rng))
         assert d.weight.sum() == _WEIGHT.sum() and d.totals()[1] == _WEIGHT.sum()
         with_people = d.n_human > 0
         kept.append(np.bincount(d.pair[with_people], d.weight[with_people], 3))

@@ -212,6 +212,45 @@ def test_too_few_iterations_raise_instead_of_returning_a_guess():
         bradley_terry(frame["model_a"], frame["model_b"], frame["winner"], max_iter=1)
 
 
+def test_newton_rounds_fits_each_round_as_newton_and_flags_where_newton_raises():
+    """The batched Newton fit (the PPI fits' rounds, analysis/ratings/ppi.py) gives each round
+    newton's own solution, and flags the rounds newton refuses (a model that never lost
+    diverges; too few iterations) without disturbing the others."""
+    from analysis.ratings.bt import newton, newton_rounds
+    from analysis.ratings.likelihoods import HalfTie
+
+    frame = simulate([0.0, 0.5, 1.0, 2.0], 400, seed=3)
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"])
+    rng = np.random.default_rng(4)
+    cells = rng.poisson(counts.cells, size=(6, counts.cells.size)).astype(float).reshape(6, -1, 3)
+    cells[3, :, 1][counts.i == 0] = cells[3, :, 0][counts.j == 0] = 0  # model 0 never lost
+    cells[3, :, 2][(counts.i == 0) | (counts.j == 0)] = 0
+    batch = counts.with_counts(cells[:, :, 0], cells[:, :, 1], cells[:, :, 2])
+    start = np.zeros((6, counts.n_models))
+    for max_iter in (100, 2):
+        x, failed = newton_rounds(HalfTie(), batch, start, max_iter=max_iter)
+        for r in range(6):
+            single = counts.with_counts(cells[r, :, 0], cells[r, :, 1], cells[r, :, 2])
+            try:
+                alone, _ = newton(HalfTie(), single, start[r], max_iter=max_iter)
+            except RuntimeError:
+                assert failed[r]
+                continue
+            assert not failed[r]
+            np.testing.assert_allclose(x[r], alone, rtol=1e-12, atol=1e-12)
+        assert failed.tolist() == ([False] * 3 + [True] + [False] * 2 if max_iter == 100 else [True] * 6)
+    # A round whose win probabilities saturate (information 0: newton's solve is singular)
+    # is flagged; the solve of the others goes on.
+    saturated = start.copy()
+    saturated[1] = np.linspace(-1000, 1000, counts.n_models)
+    with np.errstate(over="ignore"):  # exp(2000): the saturation itself
+        x, failed = newton_rounds(HalfTie(), batch, saturated)
+        with pytest.raises(RuntimeError, match="did not converge"):
+            newton(HalfTie(), counts.with_counts(cells[1, :, 0], cells[1, :, 1], cells[1, :, 2]), saturated[1])
+    assert failed.tolist() == [False, True, False, True, False, False]
+    np.testing.assert_allclose(x[0], newton(HalfTie(), counts.with_counts(*cells[0].T), start[0])[0], atol=1e-12)
+
+
 def test_disconnected_models_are_refused():
     with pytest.raises(ValueError, match="never compared"):
         bradley_terry(["A", "A", "C", "C"], ["B", "B", "D", "D"], ["model_a", "model_b", "model_a", "model_b"])

@@ -49,7 +49,10 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     ``table`` holds usable records (no ``parse_error``); ``person`` marks people's votes,
     left out of the panel.
     """
-    llm = table[~person]
+    # Only the columns the votes need are filtered (filtering every column of a 100k-row table
+    # cost 0.04 s); the panel's rows are taken from the table once, at the end.
+    at = np.flatnonzero(~np.asarray(person, dtype=bool))
+    llm = table[["judge", "pair_id", "winner", "prob_a", "response_a", "response_b"]].iloc[at]
     judges, judge_names = pd.factorize(llm["judge"])
     judge_names = np.asarray(judge_names, dtype=object)
     if len(judge_names) < 2:
@@ -60,7 +63,8 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     response_a = record_table.text_codes(llm)[0]
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
     orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
-    vote = llm["winner"].map(_CANON).to_numpy(dtype=np.int8) * orient
+    said, verdicts = pd.factorize(llm["winner"])  # each distinct verdict mapped once
+    vote = pd.Series(verdicts).map(_CANON).to_numpy(dtype=np.int8)[said] * orient
     # Each member's one vote per pair: its verdict when every record of it on the pair agrees, else a tie.
     n_judges = len(judge_names)
     member_key = pairs.astype(np.int64) * n_judges + judges
@@ -81,9 +85,8 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     mean_prob = np.bincount(key_pair, weights=member_prob, minlength=n) / np.maximum(np.bincount(key_pair, minlength=n), 1)
     n_verdicts = np.bincount(pairs, minlength=n)
     n_members = np.bincount(key_pair, minlength=n)
-    members = np.split(keys % n_judges, np.cumsum(n_members)[:-1])
     chosen = np.flatnonzero(n_members >= 2)
-    out = llm.iloc[lead[chosen]].reset_index(drop=True)
+    out = table.iloc[at[lead[chosen]]].reset_index(drop=True)
     out["winner"] = pd.Series(np.array(["tie", "model_a", "model_b"], dtype=object)[verdict[chosen]], dtype="str")
     out["judge"] = name
     out["judge_type"] = "llm"
@@ -92,9 +95,23 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     out["strength"] = np.nan
     out["suspect"], out["anony"], out["identity_leak"] = False, True, False
     out["prob_a"] = np.where(has_prob[chosen] == n_verdicts[chosen], np.clip(mean_prob[chosen], 0.0, 1.0), np.nan)
-    out["panel_members"] = [sorted(judge_names[members[p]].tolist()) for p in chosen]
+    out["panel_members"] = _member_lists(keys % n_judges, key_pair, judge_names, chosen, n)
     out["n_verdicts"] = n_verdicts[chosen].astype(int)
     return out
+
+
+def _member_lists(member: np.ndarray, pair: np.ndarray, names: np.ndarray, chosen: np.ndarray, n: int) -> list:
+    """Each chosen pair's member names, sorted: a list per pair, made once per set of members
+    (pairs share a handful of sets; splitting the members per pair cost 0.1 s at 20,000 pairs)."""
+    rank = np.argsort(np.argsort(names.astype(str), kind="stable"), kind="stable")  # bit of each judge: names' order
+    if len(names) > 52:  # beyond a float's exact integers: per pair
+        lists = np.split(member, np.cumsum(np.bincount(pair, minlength=n))[:-1])
+        return [sorted(names[lists[p]].tolist()) for p in chosen]
+    sets = np.bincount(pair, weights=np.ldexp(1.0, rank[member]), minlength=n)[chosen]
+    distinct, which = np.unique(sets, return_inverse=True)
+    by_rank = np.argsort(rank)
+    named = [[str(names[k]) for k in by_rank if int(s) >> int(rank[k]) & 1] for s in distinct]
+    return [list(named[w]) for w in which.reshape(-1)]
 
 
 @dataclass(frozen=True)

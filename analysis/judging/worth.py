@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi, judged_votes, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
@@ -64,51 +64,73 @@ def _labelled(data: PPIData) -> np.ndarray:
     return np.where(data.n_human > 0, data.weight, 0.0)
 
 
-def _people_on(data: PPIData, keep: np.ndarray) -> PPIData:
-    """``data`` with people's votes kept on ``keep`` of each row's clusters only: a row splits
-    into the part that keeps its people and the part that loses them."""
-    lose = data.weight - keep
-    both = np.concatenate([keep > 0, lose > 0])
+def _design_rows(data: PPIData) -> PPIData:
+    """``data``'s rows twice, first as they are, then without people's votes: a design that
+    keeps people on ``keep`` of each row's clusters is then the weights ``keep`` and
+    ``weight - keep`` on these rows (:func:`_people_on`), so every design and its bootstrap
+    rounds share one set of rows and are fitted together (:func:`.fit_ppi_rounds`)."""
     gone = np.zeros_like(data.n_human)
 
-    def split(kept: np.ndarray, lost: np.ndarray) -> np.ndarray:
-        return np.concatenate([kept, lost])[both]
+    def twice(kept: np.ndarray, lost: np.ndarray) -> np.ndarray:
+        return np.concatenate([kept, lost])
 
-    return replace(data, pair=split(data.pair, data.pair), n_judge=split(data.n_judge, data.n_judge),
-                   yhat_judge=split(data.yhat_judge, data.yhat_judge), n_human=split(data.n_human, gone),
-                   y_human=split(data.y_human, gone), yhat_human=split(data.yhat_human, gone),
-                   weight=split(keep, lose))
+    return replace(data, pair=twice(data.pair, data.pair), n_judge=twice(data.n_judge, data.n_judge),
+                   yhat_judge=twice(data.yhat_judge, data.yhat_judge), n_human=twice(data.n_human, gone),
+                   y_human=twice(data.y_human, gone), yhat_human=twice(data.yhat_human, gone),
+                   weight=twice(data.weight, np.zeros_like(data.weight)))
 
 
-def _subsample(data: PPIData, size: int, rng: np.random.Generator) -> PPIData:
-    """People's votes kept on ``size`` of their clusters drawn without replacement: over rows
-    that stand for several clusters, the kept clusters per row are one multivariate
-    hypergeometric draw, the counts that ``size`` clusters drawn one by one would give."""
+def _people_on(data: PPIData, keep: np.ndarray) -> np.ndarray:
+    """The weights on :func:`_design_rows` that keep people's votes on ``keep`` of each row's clusters."""
+    return np.concatenate([keep, data.weight - keep])
+
+
+def _subsample(data: PPIData, size: int, rng: np.random.Generator) -> np.ndarray:
+    """People's votes kept on ``size`` of their clusters drawn without replacement (weights
+    on :func:`_design_rows`): over rows that stand for several clusters, the kept clusters
+    per row are one multivariate hypergeometric draw, the counts that ``size`` clusters
+    drawn one by one would give."""
     labelled = _labelled(data).astype(np.int64)  # cluster counts: whole numbers
     keep = rng.multivariate_hypergeometric(labelled, min(size, int(labelled.sum())))
     return _people_on(data, np.where(data.n_human > 0, keep, data.weight))
+
+
+def _bootstrapped(weight: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The Poisson bootstrap of the clusters (each cluster Poisson(1) times; Hanley &
+    MacGibbon 2006) as weights: a row standing for ``w`` clusters draws Poisson(``w``)
+    copies, the sum of its clusters' independent Poisson(1) draws, so rows of compressed
+    data resample as the clusters they stand for. Rows of weight 0 (left out of a design)
+    draw nothing."""
+    out = np.zeros_like(weight)
+    kept = weight > 0
+    out[kept] = rng.poisson(weight[kept])
+    return out
 
 
 def _width(covariance: np.ndarray, level: float) -> float:
     return float(2 * z_two_sided(level) * ELO_SCALE * np.sqrt(np.clip(np.diag(covariance), 0, None)).mean())
 
 
-def _curve(data: PPIData, rng: np.random.Generator, level: float) -> tuple[WidthPoint, ...]:
+def _curve_designs(data: PPIData, rng: np.random.Generator) -> list[tuple[float, np.ndarray]]:
+    """The curve's subsamples: per share of people's pairs, its draws' weights."""
     n_labelled = round(_labelled(data).sum())
+    return [(share, _subsample(data, round(share * n_labelled), rng))
+            for share in _FRACTIONS for _ in range(_DRAWS if share < 1 else 1)]
+
+
+def _curve(shares: list[float], fits: list[PPIFit | Exception], level: float) -> tuple[WidthPoint, ...]:
+    """Mean widths per share over its draws' fits, a draw whose votes do not connect the models
+    left out; a share with fewer than half its draws fitted has no point."""
     points = []
     for share in _FRACTIONS:
-        fits = []
-        for _ in range(_DRAWS if share < 1 else 1):
-            try:
-                fits.append(fit_ppi(_subsample(data, round(share * n_labelled), rng)))
-            except (ValueError, RuntimeError):  # too few votes to connect the models
-                continue
-        if len(fits) >= (_DRAWS if share < 1 else 1) / 2:
+        drawn = [f for s, f in zip(shares, fits) if s == share]
+        fitted = [f for f in drawn if not isinstance(f, Exception)]
+        if len(fitted) >= len(drawn) / 2:
             points.append(WidthPoint(
                 share=share,
-                n_votes=float(np.mean([f.n_human for f in fits])),
-                people=float(np.mean([_width(f.classical_covariance, level) for f in fits])),
-                people_and_judge=float(np.mean([_width(f.covariance, level) for f in fits])),
+                n_votes=float(np.mean([f.n_human for f in fitted])),
+                people=float(np.mean([_width(f.classical_covariance, level) for f in fitted])),
+                people_and_judge=float(np.mean([_width(f.covariance, level) for f in fitted])),
             ))
     return tuple(points)
 
@@ -136,32 +158,37 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
     """
-    on_judged = judged_votes(human, judge)
-    if not on_judged.any():
+    data = ppi_data(human, judge, repr(name), unjudged="leave out")
+    if data.totals()[0] == 0:
         return None
-    data = ppi_data(human[on_judged], judge, repr(name))
     rng = np.random.default_rng(seed)
-    fit = fit_ppi(data)
     n_labelled, n_judged = round(_labelled(data).sum()), round(data.totals()[1])
     subsampled = n_labelled > _SUBSAMPLE_ABOVE * n_judged
     size = round(DESIGN_SHARE * n_judged)
+    collected = _people_on(data, data.weight)
 
-    def once(resample: bool = False) -> PPIFit:
+    def draw_design() -> np.ndarray:
         # The design first (people on a random share of the pairs), then the resample of its
         # pairs: the interval carries both the choice of pairs and the sampling of pairs.
-        d = _subsample(data, size, rng) if subsampled else data
-        return fit_ppi(d.bootstrapped(rng) if resample else d)
+        return _subsample(data, size, rng) if subsampled else collected
 
-    point = [once() for _ in range(_DRAWS if subsampled else 1)]
+    # Every fit of this judge is drawn first, in the order the draws were always made, then
+    # fitted at once: the data as collected, the design's draws, the bootstrap rounds and
+    # the curve's subsamples.
+    n_point = _DRAWS if subsampled else 1
+    point_drawn = [draw_design() for _ in range(n_point)]
+    rounds_drawn = [_bootstrapped(draw_design(), rng) for _ in range(rounds)]
+    shares, curve_drawn = zip(*_curve_designs(data, rng))
+    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]))
+    fit, point = fits[0], fits[1:1 + n_point]
+    resampled, curve_fits = fits[1 + n_point:1 + n_point + rounds], fits[1 + n_point + rounds:]
+    for f in (fit, *point):
+        if isinstance(f, Exception):  # the fit as collected or a design's: the judge gets none
+            raise f
     n_votes = float(np.mean([f.n_human for f in point]))
     ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
-    ratios = []
-    for _ in range(rounds):
-        try:
-            f = once(resample=True)
-        except (ValueError, RuntimeError):  # a resample whose comparisons are disconnected
-            continue
-        ratios.append(f.effective_human_votes / f.n_human)
+    # A resample whose comparisons are disconnected (or whose fit fails) is left out.
+    ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
     tail = 100 * (1 - level) / 2
     ratio_ci = (tuple(float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
                 if len(ratios) >= rounds / 2 else None)
@@ -179,10 +206,10 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         effective_ci=None if ratio_ci is None else (ratio_ci[0] * n_votes, ratio_ci[1] * n_votes),
         ratio=ratio,
         ratio_ci=ratio_ci,
-        curve=_curve(data, rng, level),
+        curve=_curve(list(shares), curve_fits, level),
         ratings=_ratings(fit, judge_alone, level),
         lam_all=fit.lam,
-        n_dropped_votes=int((~on_judged).sum()),
+        n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
     )
 

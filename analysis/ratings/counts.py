@@ -22,7 +22,8 @@ import pandas as pd
 
 from analysis.stats import cluster_codes
 
-__all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "encode_winners", "WIN_A", "WIN_B", "TIE"]
+__all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "bincount_rows", "encode_winners", "WIN_A", "WIN_B",
+           "TIE"]
 
 # Outcome codes; "tie (bothbad)" is a tie, as in FastChat's Elo code.
 WIN_A, WIN_B, TIE = 0, 1, 2
@@ -149,6 +150,17 @@ class _Scatter:
             i, j, m = self.incidence.i, self.incidence.j, self.incidence.n_models
             return np.bincount(i, x, m) - np.bincount(j, x, m)
         return self.incidence.sparse.T @ x
+
+
+def bincount_rows(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """``np.bincount(index, w, size)`` for each row ``w`` of ``weights`` (or for ``weights``
+    itself when 1-D): one bincount over offset indices, so a batch of rounds costs one call
+    however many rounds, and each row's sums are added in the order one bincount would."""
+    if weights.ndim == 1:
+        return np.bincount(index, weights, size)
+    rows = len(weights)
+    offset = (index + size * np.arange(rows)[:, None]).ravel()
+    return np.bincount(offset, weights.ravel(), rows * size).reshape(rows, size)
 
 
 def encode_winners(winner: Sequence[str] | np.ndarray | pd.Series) -> np.ndarray:

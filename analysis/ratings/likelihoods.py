@@ -3,7 +3,9 @@
 Parameters are log-strengths ``theta`` (one per model, natural-log odds units), followed
 by any tie parameters. Every function accepts one parameter vector with counts of shape
 ``(pairs,)``, and the gradient also a batch ``(rounds, q)`` with counts ``(rounds, pairs)``,
-so the bootstrap can take one step for all replicates at once.
+so the bootstrap can take one step for all replicates at once; :class:`HalfTie`'s
+log-likelihood and information take a batch too (one value, one matrix per round), for the
+batched Newton fit of :func:`.bt.newton_rounds`.
 
 ``information`` is the negative Hessian (observed Fisher information). :func:`meat` is the
 middle of the sandwich ``I^-1 B I^-1`` (Huber 1967; White 1982, eq. 2.1): the sum over
@@ -20,18 +22,19 @@ from typing import Protocol
 
 import numpy as np
 
-from .counts import Incidence, PairCounts
+from .counts import Incidence, PairCounts, bincount_rows
 
 __all__ = ["Davidson", "HalfTie", "PairLikelihood", "LIKELIHOODS", "meat"]
 
 
 def _laplacian(counts: PairCounts, weight: np.ndarray) -> np.ndarray:
-    """Dense ``sum_k weight_k (e_i - e_j)(e_i - e_j)^T``."""
+    """Dense ``sum_k weight_k (e_i - e_j)(e_i - e_j)^T``; ``(rounds, m, m)`` for a batch of weights."""
     m = counts.n_models
-    out = np.zeros((m, m))
-    out[counts.i, counts.j] = -weight
-    out[counts.j, counts.i] = -weight
-    out[np.diag_indices(m)] = np.bincount(counts.i, weight, m) + np.bincount(counts.j, weight, m)
+    out = np.zeros((*weight.shape[:-1], m, m))
+    out[..., counts.i, counts.j] = -weight
+    out[..., counts.j, counts.i] = -weight
+    diagonal = np.arange(m)
+    out[..., diagonal, diagonal] = bincount_rows(counts.i, weight, m) + bincount_rows(counts.j, weight, m)
     return out
 
 
@@ -98,13 +101,15 @@ class HalfTie:
     def loglik(self, params, counts):
         d = _diff(params, counts)
         won = counts.wins_i + 0.5 * counts.ties
+        if d.ndim > 1:  # a batch: one value per round (bt.newton_rounds)
+            return np.sum(won * d - counts.totals * np.logaddexp(0.0, d), axis=-1)
         return float(np.sum(won * d - counts.totals * np.logaddexp(0.0, d)))
 
     def gradient(self, params, counts, incidence):
         p = 1.0 / (1.0 + np.exp(-_diff(params, counts)))
         return _scatter(counts.wins_i + 0.5 * counts.ties - counts.totals * p, incidence)
 
-    def information(self, params, counts):
+    def information(self, params, counts):  # (rounds, m, m) for a batch
         p = 1.0 / (1.0 + np.exp(-_diff(params, counts)))
         return _laplacian(counts, counts.totals * p * (1.0 - p))
 

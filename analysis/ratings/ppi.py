@@ -38,13 +38,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .bt import CENTRE, ELO_SCALE, _check_connected, _regularised_inverse, newton
-from .counts import TIE, WIN_A, PairCounts, _encode_models, encode_winners
+from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
+from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "judged_votes", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class PPIData:
     and ``yhat_human`` the judge's verdict summed over those votes (its prediction for each
     of them). Outcomes are seen from model ``i``: 1 win, 1/2 tie, 0 loss. ``weight`` counts
     each row's copies: a row of :meth:`compressed` data stands for that many interchangeable
-    clusters, and a bootstrap draws other weights.
+    clusters, and a bootstrap draws other weights (:func:`fit_ppi_rounds` fits many at once).
     """
 
     models: pd.Index
@@ -80,9 +80,6 @@ class PPIData:
         """Human votes ``n`` and judge units ``N``, copies counted."""
         return float(self.weight @ self.n_human), float(self.weight @ self.n_judge)
 
-    def per_pair(self, values: np.ndarray) -> np.ndarray:
-        return np.bincount(self.pair, self.weight * values, len(self.i))
-
     def compressed(self) -> PPIData:
         """One row per kind of cluster: clusters with the same model pair, verdicts and votes
         enter every sum of the fit (all weighted) identically, so a row per kind with
@@ -90,22 +87,22 @@ class PPIData:
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
         counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
-        # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
-        kind = np.zeros(len(self.pair), dtype=np.int64)
+        # Factorised column by column (a sort of the rows, np.unique(axis=0), is 25x slower),
+        # the codes combined as digits of one number, renumbered only where it would overflow.
+        kind, n_kinds = np.zeros(len(self.pair), dtype=np.int64), 1
         for column in columns:
             codes, uniques = pd.factorize(column)
-            kind, _ = pd.factorize(kind * len(uniques) + codes)
-        _, first = np.unique(kind, return_index=True)  # kinds are numbered in order of first sight
+            if n_kinds * len(uniques) >= 2**62:
+                kind, found = pd.factorize(kind)
+                n_kinds = len(found)
+            kind, n_kinds = kind * len(uniques) + codes, n_kinds * len(uniques)
+        kind, _ = pd.factorize(kind)
+        # Kinds are numbered in order of first sight: a kind's first row is where the running
+        # maximum of the numbers grows (an O(rows) pass; np.unique's return_index sorts).
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(kind), prepend=-1) > 0)
         return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
                        n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
                        weight=np.bincount(kind, self.weight, len(first)))
-
-    def bootstrapped(self, rng: np.random.Generator) -> PPIData:
-        """The Poisson bootstrap of the clusters (each cluster Poisson(1) times; Hanley &
-        MacGibbon 2006): a row standing for ``w`` clusters draws Poisson(``w``) copies, the
-        sum of its clusters' independent Poisson(1) draws, so compressed data resample as
-        the clusters they stand for."""
-        return replace(self, weight=rng.poisson(self.weight).astype(float))
 
 
 @dataclass(frozen=True)
@@ -158,39 +155,48 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
     return a, b, models, np.where(pid_codes < 0, -1, key)
 
 
-def judged_votes(human: pd.DataFrame, judge: pd.DataFrame) -> np.ndarray:
-    """Which of people's votes are on a pair the judge gave a verdict on, matched as
-    :func:`ppi_data` matches them (the votes it accepts)."""
-    *_, key = _clusters(human, judge)
-    votes, verdicts = key[:len(human)], key[len(human):]
-    return (votes >= 0) & np.isin(votes, verdicts)
-
-
-def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
+def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
+             unjudged: str = "raise") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
-    pair the judge never saw has no prediction and raises ``ValueError`` naming how many
-    (:func:`judged_votes` picks the others). The clusters come back
-    :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    pair the judge never saw has no prediction: it raises ``ValueError`` naming how many,
+    or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
+    are then the votes kept, and its models those of the votes kept and the verdicts). The
+    clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
     """
+    if unjudged not in ("raise", "leave out"):
+        raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
+    n_h, winners = len(human), human["winner"]
+    cluster, uniques = pd.factorize(key)
+    n_clusters = len(uniques)
+    n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
+    unseen = n_judge_records[cluster[:n_h]] == 0
+    if unjudged == "leave out" and unseen.any():
+        # A cluster with a verdict is never one of the votes left out, so numbering the
+        # clusters with verdicts in order keeps the order of first sight among the rest.
+        rows, judged = np.r_[~unseen, np.ones(len(judge), dtype=bool)], n_judge_records > 0
+        a, b, cluster = a[rows], b[rows], (np.cumsum(judged) - 1)[cluster[rows]]
+        n_clusters, n_judge_records = int(judged.sum()), n_judge_records[judged]
+        used = np.zeros(len(models), dtype=bool)
+        used[a] = used[b] = True
+        code = np.cumsum(used) - 1  # models of left-out votes only are gone; the order stays
+        a, b, models = code[a], code[b], models[used]
+        n_h, winners, key = int((~unseen).sum()), winners.to_numpy()[~unseen], key[rows]
+        unseen = unseen[~unseen]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
-    m, n_h = len(models), len(human)
-    y = _outcome_from_i(a, b, np.r_[encode_winners(human["winner"]), encode_winners(judge["winner"])])
+    m = len(models)
+    y = _outcome_from_i(a, b, np.r_[encode_winners(winners), encode_winners(judge["winner"])])
     hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
-    cluster, uniques = pd.factorize(key)
     hc, jc = cluster[:n_h], cluster[n_h:]
-    n_clusters = len(uniques)
-    n_judge_records = np.bincount(jc, minlength=n_clusters)
-    unseen = (hc < 0) | (n_judge_records[np.maximum(hc, 0)] == 0)
     if unseen.any():
         raise ValueError(
             f"{int(unseen.sum())} human votes are on pairs {judge_name} never judged "
-            f"({len(np.unique(hc[unseen & (hc >= 0)])) + int((hc < 0).sum())} pairs, matched by pair_id and the two "
+            f"({len(np.unique(hc[unseen]))} pairs, matched by pair_id and the two "
             f"models): judge every pair people voted on, or leave those votes out"
         )
     judged = n_judge_records > 0
@@ -215,38 +221,58 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     ).compressed()
 
 
-def _counts(data: PPIData, lam: float, n: float, big_n: float) -> PairCounts:
-    """The rectified estimating equation as weighted soft win counts per model pair.
+def _per_pair(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``sum_c w_c values_c`` per model pair for each round's weights: ``(rounds, pairs)``."""
+    return bincount_rows(data.pair, weights * values, len(data.i))
+
+
+def _counts(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> PairCounts:
+    """The rectified estimating equation as weighted soft win counts per model pair, for
+    each round (a row of ``weights`` with its ``lam``, ``n`` and ``N``).
 
     Its weights per pair, ``lam N_k / N + (1 - lam) h_k / n``, are never negative for
     ``lam`` in [0, 1], so the half-tie log-likelihood stays concave and Newton applies.
     """
-    wins = data.per_pair(lam * data.yhat_judge / big_n + (data.y_human - lam * data.yhat_human) / n)
-    totals = data.per_pair(lam * data.n_judge / big_n + (1 - lam) * data.n_human / n)
+    lam, n, big_n = lam[:, None], n[:, None], big_n[:, None]
+    wins = _per_pair(data, weights, lam * data.yhat_judge / big_n + (data.y_human - lam * data.yhat_human) / n)
+    totals = _per_pair(data, weights, lam * data.n_judge / big_n + (1 - lam) * data.n_human / n)
     return PairCounts(data.models, data.i, data.j, wins, totals - wins, np.zeros_like(wins),
                       np.zeros(data.n_models, dtype=np.int64))
 
 
-def _solve(data: PPIData, lam: float, n: float, big_n: float) -> tuple[np.ndarray, np.ndarray]:
-    counts = _counts(data, lam, n, big_n)
-    theta, _ = newton(HalfTie(), counts, np.zeros(data.n_models))
-    return theta, 1.0 / (1.0 + np.exp(-(theta[data.i] - theta[data.j])))
+def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
+    """Each round's solution at its ``lam`` (one batched Newton fit), its win probabilities
+    per pair, and the rounds whose fit failed with :func:`newton`'s error (refitted alone,
+    as the bootstrap of :mod:`.bootstrap` refits its unconverged rounds)."""
+    counts = _counts(data, weights, lam, n, big_n)
+    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(weights), data.n_models)))
+    errors = {}
+    for r in np.flatnonzero(failed):
+        try:
+            theta[r], _ = newton(HalfTie(), counts.with_counts(counts.wins_i[r], counts.wins_j[r], counts.ties[r]),
+                                 np.zeros(data.n_models))
+        except RuntimeError as exc:
+            errors[int(r)] = exc
+            theta[r] = np.nan  # no solution (a diverged one could overflow below)
+    return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
-def _scatter(data: PPIData, values: np.ndarray) -> np.ndarray:
-    """``sum_c w_c values_rc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
-    first), for each row ``r`` of ``values``: (rows, models) from two bincounts however many
-    rows, the sums one row at a time would give (a fit makes thousands of these calls)."""
-    k, n_pairs, m = len(values), len(data.i), data.n_models
-    row = np.arange(k)[:, None]
-    per_pair = np.bincount((data.pair + n_pairs * row).ravel(), (values * data.weight).ravel(), k * n_pairs)
-    at = (data.i + m * row).ravel(), (data.j + m * row).ravel()
-    return (np.bincount(at[0], per_pair, k * m) - np.bincount(at[1], per_pair, k * m)).reshape(k, m)
+def _scatter(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``sum_c w_c values_rkc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
+    first), for each round ``r`` (its weights ``w``) and each row ``k`` of its ``values``
+    ``(rounds, k, clusters)``: ``(rounds, k, models)`` from two bincounts however many
+    rows, the sums one row at a time would give."""
+    rounds, k, n_rows = values.shape
+    per_pair = bincount_rows(data.pair, (values * weights[:, None, :]).reshape(rounds * k, n_rows), len(data.i))
+    m = data.n_models
+    return (bincount_rows(data.i, per_pair, m) - bincount_rows(data.j, per_pair, m)).reshape(rounds, k, m)
 
 
 @dataclass(frozen=True)
 class _Scores:
-    """Per-cluster scores of the two parts of the estimating equation, centred per part.
+    """Per-cluster scores of the two parts of the estimating equation, centred per part,
+    for each round (a leading axis on every field).
 
     Each cluster's score is ``scalar * (e_i - e_j) - sum_v shares_v * means_v``: ``human``
     (people's votes, mean over votes) and ``judge`` (``mean over judged pairs`` minus the
@@ -256,76 +282,93 @@ class _Scores:
     ``Var(grad)/n + lambda^2 Var(grad_hat)/N``.
     """
 
-    human: np.ndarray
+    human: np.ndarray  # (rounds, clusters)
     judge: np.ndarray
-    human_shares: np.ndarray  # (clusters, 3)
+    human_shares: np.ndarray  # (rounds, clusters, 3)
     judge_shares: np.ndarray
-    means: np.ndarray  # (3, models): judged pairs, people's votes, predictions on votes
+    means: np.ndarray  # (rounds, 3, models): judged pairs, people's votes, predictions on votes
 
 
-def _scores(data: PPIData, p: np.ndarray, n: float, big_n: float) -> _Scores:
-    pk = p[data.pair]
+def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> _Scores:
+    pk = p[:, data.pair]
+    n, big_n = n[:, None], big_n[:, None]
     r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
     # Each part's mean score (per judged pair, per vote): what its clusters are centred by.
-    means = _scatter(data, np.stack([r_judge, r_human, r_pred]))
+    means = _scatter(data, weights, np.stack([r_judge, r_human, r_pred], axis=1))
     zero = np.zeros_like(pk)
     return _Scores(
         human=r_human,
         judge=r_judge - r_pred,
-        human_shares=np.stack([zero, data.n_human / n, zero], axis=1),
-        judge_shares=np.stack([data.n_judge / big_n, zero, -data.n_human / n], axis=1),
+        human_shares=np.stack([zero, zero + data.n_human / n, zero], axis=-1),
+        judge_shares=np.stack([zero + data.n_judge / big_n, zero, -data.n_human / n + zero], axis=-1),
         means=means,
     )
 
 
-def _cross(data: PPIData, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray, t_shares: np.ndarray,
-           means: np.ndarray) -> np.ndarray:
+def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
+           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
-    in O(clusters + models^2): no (clusters, models) matrix is built."""
-    w = data.weight
-    out = _laplacian(data, data.per_pair(s * t))
-    left, right = np.split(_scatter(data, np.concatenate([s * t_shares.T, t * s_shares.T])), 2)  # (3, m) each
-    out -= left.T @ means + means.T @ right
-    out += means.T @ ((s_shares * w[:, None]).T @ t_shares) @ means
+    per round, in O(clusters + models^2): no (clusters, models) matrix is built."""
+    out = _laplacian(data, _per_pair(data, weights, s * t))
+    both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
+                                                   t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
+    left, right = both[:, :3], both[:, 3:]  # (rounds, 3, m) each
+    means_t = means.transpose(0, 2, 1)
+    out -= left.transpose(0, 2, 1) @ means + means_t @ right
+    out += means_t @ ((s_shares * weights[:, :, None]).transpose(0, 2, 1) @ t_shares) @ means
     return out
 
 
-def _information(data: PPIData, p: np.ndarray, lam: float, n: float, big_n: float) -> np.ndarray:
+def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
+                 big_n: np.ndarray) -> np.ndarray:
     """The Jacobian of the estimating equation as PPI++'s code takes it: the information per
     unit pooled over judged pairs and human votes (people's votes alone when ``lam = 0``)."""
-    if lam == 0:
-        return _laplacian(data, data.per_pair(data.n_human) * p * (1 - p) / n)
-    return _laplacian(data, data.per_pair(data.n_judge + data.n_human) * p * (1 - p) / (n + big_n))
+    people = _per_pair(data, weights, data.n_human) * p * (1 - p) / n[:, None]
+    pooled = _per_pair(data, weights, data.n_judge + data.n_human) * p * (1 - p) / (n + big_n)[:, None]
+    return _laplacian(data, np.where((lam == 0)[:, None], people, pooled))
 
 
-def _fit_at(data: PPIData, lam: float, n: float, big_n: float,
-            solved: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Solve at ``lam`` (unless ``solved`` holds that solution) and return theta and its covariance."""
-    theta, p = solved if solved is not None else _solve(data, lam, n, big_n)
-    sc = _scores(data, p, n, big_n)
-    psi = sc.human + lam * sc.judge
-    shares = sc.human_shares + lam * sc.judge_shares
-    meat = _cross(data, psi, shares, psi, shares, sc.means)
-    counts = _counts(data, lam, n, big_n)
-    bread = _regularised_inverse(_information(data, p, lam, n, big_n), counts, 0.0)
-    return theta, bread @ meat @ bread
+def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+    """Each round's :func:`_regularised_inverse` (``data`` has the n_models it needs); a
+    singular one is that round's error."""
+    try:
+        return _regularised_inverse(information, data, 0.0), {}
+    except np.linalg.LinAlgError:
+        out, errors = np.full_like(information, np.nan), {}
+        for r, matrix in enumerate(information):
+            try:
+                out[r] = _regularised_inverse(matrix, data, 0.0)
+            except np.linalg.LinAlgError as exc:
+                errors[r] = exc
+        return out, errors
 
 
-def _tuned_lambda(data: PPIData, p: np.ndarray, n: float, big_n: float) -> float:
+def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+            theta: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+    """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
+    sc = _scores(data, weights, p, n, big_n)
+    psi = sc.human + lam[:, None] * sc.judge
+    shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
+    meat = _cross(data, weights, psi, shares, psi, shares, sc.means)
+    bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
+    return bread @ meat @ bread, errors
+
+
+def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
+                  ) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
     human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1]."""
-    sc = _scores(data, p, n, big_n)
-    counts = _counts(data, 1.0, n, big_n)
-    inverse = _regularised_inverse(_information(data, p, 1.0, n, big_n), counts, 0.0)
-    cov = _cross(data, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
-    var = _cross(data, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
-    denominator = 2 * np.trace(inverse @ var @ inverse)
-    if denominator <= 0:
-        return 0.0
-    return float(np.clip(-np.trace(inverse @ (cov + cov.T) @ inverse) / denominator, 0.0, 1.0))
+    sc = _scores(data, weights, p, n, big_n)
+    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
+    numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
@@ -334,40 +377,90 @@ def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
     With a tuned ``lam``, a fit whose intervals come out wider on average than people's
     alone (possible in small samples, where the tuning is noisy) falls back to
     ``lam = 0``: then it is people's votes alone, so the effective number of human votes
-    is never below the number of votes.
+    is never below the number of votes. Raises ``ValueError`` (people's votes do not
+    connect the models) or ``RuntimeError`` (the fit does not converge).
     """
-    n, big_n = data.totals()
-    if n <= 0:
-        raise ValueError("no human votes: prediction-powered ratings need people on some pairs")
+    (fit,) = fit_ppi_rounds(data, data.weight[None], lam)
+    if isinstance(fit, Exception):
+        raise fit
+    return fit
+
+
+def _mean_sd(covariance: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.diagonal(covariance, axis1=1, axis2=2).clip(0)).mean(axis=1)
+
+
+def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None) -> list[PPIFit | Exception]:
+    """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
+    ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
+    weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
+    one batched sandwich), each round as its own fit would come out (to rounding). A round
+    :func:`fit_ppi` would refuse holds the error it would raise, in its place.
+    """
+    weights = np.asarray(weights, dtype=float)
+    rounds, m = len(weights), data.n_models
+    n, big_n = weights @ data.n_human, weights @ data.n_judge
+    errors: dict[int, Exception] = {int(r): ValueError(
+        "no human votes: prediction-powered ratings need people on some pairs") for r in np.flatnonzero(n <= 0)}
+
+    def fail(at: np.ndarray, failed: dict[int, Exception]) -> np.ndarray:
+        """Record the errors of rounds ``at`` (keyed by position) and return the others: each
+        round keeps the first error of the steps a fit takes in turn."""
+        for k, exc in failed.items():
+            errors[int(at[k])] = exc
+        return np.delete(at, np.fromiter(failed, dtype=np.int64, count=len(failed)))
+
+    live = np.flatnonzero(n > 0)
     with one_blas_thread():
-        people = _counts(data, 0.0, n, big_n)
-        seen = people.totals > 0
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
-        _check_connected(replace(people, i=people.i[seen], j=people.j[seen]))
-        classical_theta, classical_cov = _fit_at(data, 0.0, n, big_n)
-        tuned, pilot = lam, None
+        seen = _per_pair(data, weights[live], data.n_human) > 0
+        adjacency = np.zeros((len(live), m, m), dtype=bool)
+        adjacency[:, data.i, data.j] = adjacency[:, data.j, data.i] = seen
+        failed = {}
+        for k in np.flatnonzero(~_closure(adjacency)[:, 0].all(axis=1)):
+            try:  # the error one fit gives
+                _check_connected(PairCounts(data.models, data.i[seen[k]], data.j[seen[k]], *[np.zeros(0)] * 4))
+            except ValueError as exc:
+                failed[int(k)] = exc
+        live = fail(live, failed)
+
+        classical_theta, theta = np.zeros((rounds, m)), np.zeros((rounds, m))
+        classical_cov, cov = np.zeros((rounds, m, m)), np.zeros((rounds, m, m))
+        p = np.zeros((rounds, len(data.i)))
+        classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
+        live = fail(live, failed)
+        classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
+                                              classical_theta[live], p[live])
+        live = fail(live, failed)
+
+        tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
-            pilot = _solve(data, 1.0, n, big_n)
-            tuned = _tuned_lambda(data, pilot[1], n, big_n)
+            theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
+            live = fail(live, failed)
+            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live])
+            live = fail(live, failed)
+            pilot = live[tuned[live] == 1]  # its fit is the pilot's
+        else:
+            tuned[live], pilot = lam, live[:0]
         # A lambda clipped to 0 or 1 is a fit already made (0: the people-alone fit, most
         # bootstrap rounds of a judge that adds little); only a lambda inside needs its own.
-        if tuned == 0:
-            theta, cov = classical_theta, classical_cov
-        else:
-            theta, cov = _fit_at(data, tuned, n, big_n, pilot if tuned == 1 else None)
-        if lam is None and np.sqrt(np.diag(cov).clip(0)).mean() > np.sqrt(np.diag(classical_cov).clip(0)).mean():
-            theta, cov, tuned = classical_theta, classical_cov, 0.0
-    return PPIFit(
-        models=data.models,
-        theta=theta,
-        covariance=cov,
-        lam=tuned,
-        classical_theta=classical_theta,
-        classical_covariance=classical_cov,
-        n_human=n,
-        n_human_pairs=int(np.sum((data.n_human > 0) * data.weight)),
-        n_judge=big_n,
-    )
+        people = live[tuned[live] == 0]
+        theta[people], cov[people] = classical_theta[people], classical_cov[people]
+        own = live[(tuned[live] != 0) & ~np.isin(live, pilot)]
+        theta[own], p[own], failed = _solve(data, weights[own], tuned[own], n[own], big_n[own])
+        own = fail(own, failed)
+        fitted = np.union1d(pilot, own)
+        cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
+                                      theta[fitted], p[fitted])
+        fail(fitted, failed)
+        if lam is None:
+            wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
+            theta[wider], cov[wider], tuned[wider] = classical_theta[wider], classical_cov[wider], 0.0
+    n_human_pairs = weights @ (data.n_human > 0)
+    return [errors[r] if r in errors else PPIFit(
+        models=data.models, theta=theta[r], covariance=cov[r], lam=float(tuned[r]),
+        classical_theta=classical_theta[r], classical_covariance=classical_cov[r], n_human=float(n[r]),
+        n_human_pairs=int(n_human_pairs[r]), n_judge=float(big_n[r])) for r in range(rounds)]
 
 
 def rank_sets(lower: np.ndarray, upper: np.ndarray) -> list[tuple[int, int]]:

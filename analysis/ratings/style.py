@@ -161,18 +161,35 @@ def style_features(texts) -> np.ndarray:
 
 def _features(texts: pd.Series) -> np.ndarray:
     codes, distinct = pd.factorize(texts)
-    distinct = distinct.tolist()
+    return _counts(distinct.tolist())[codes]
+
+
+def _counts(distinct: list[str]) -> np.ndarray:
+    """:func:`style_counts` of each text, as a (texts x 4) float array."""
     counts = np.empty((len(distinct), len(STYLE_FEATURES)))
     counts[:, 0] = _token_counts(distinct)
     counts[:, 1:] = [_markdown_counts(t) for t in distinct] if distinct else np.empty((0, 3))
-    return counts[codes]
+    return counts
 
 
 def _pair_features(response_a, response_b) -> tuple[np.ndarray, np.ndarray]:
     texts_a, texts_b = _as_texts(response_a), _as_texts(response_b)
-    # One pass over both columns: a pair shown in both orders has each text on both sides.
-    both = _features(pd.concat([texts_a, texts_b], ignore_index=True))
+    if _shared_categories(texts_a, texts_b):
+        # A record table's responses share one set of texts: the codes say which are the same,
+        # and the used ones are counted (concatenating the categoricals hashed every text again).
+        codes = np.concatenate([texts_a.cat.codes.to_numpy(), texts_b.cat.codes.to_numpy()])
+        used, inverse = np.unique(codes, return_inverse=True)
+        both = _counts(texts_a.cat.categories[used].tolist())[inverse.reshape(-1)]
+    else:
+        # One pass over both columns: a pair shown in both orders has each text on both sides.
+        both = _features(pd.concat([texts_a, texts_b], ignore_index=True))
     return both[: len(texts_a)], both[len(texts_a) :]
+
+
+def _shared_categories(a: pd.Series, b: pd.Series) -> bool:
+    if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
+        return False
+    return a.cat.categories is b.cat.categories or a.cat.categories.equals(b.cat.categories)
 
 
 def add_style_features(frame: pd.DataFrame) -> pd.DataFrame:
@@ -219,10 +236,15 @@ def _standardised(fa: np.ndarray, fb: np.ndarray) -> pd.DataFrame:
 
 
 def _outcomes(winner) -> np.ndarray:
-    try:
-        return np.array([_Y[w] for w in winner], dtype=float)
-    except KeyError as exc:
-        raise ValueError(f"unknown winner value {exc.args[0]!r}") from None
+    # Looked up once per distinct verdict: iterating an Arrow column costs a microsecond a row.
+    codes, said = pd.factorize(pd.Series(winner, copy=False))
+    values = [_Y.get(w) for w in said]
+    if (codes < 0).any() or None in values:
+        try:  # the first unknown value in row order, named
+            return np.array([_Y[w] for w in winner], dtype=float)
+        except KeyError as exc:
+            raise ValueError(f"unknown winner value {exc.args[0]!r}") from None
+    return np.array(values, dtype=float)[codes]
 
 
 # FastChat's fit_contextual_bt: loss = -loglik + (reg / 2) |params|^2 with reg = 0.5, its
@@ -252,8 +274,9 @@ def _indicators(frame: pd.DataFrame, models: pd.Index) -> np.ndarray:
     n, m = len(frame), len(models)
     out = np.zeros((n, m))
     rows = np.arange(n)
-    out[rows, models.get_indexer(frame["model_a"])] = 1.0
-    out[rows, models.get_indexer(frame["model_b"])] = -1.0
+    for column, sign in (("model_a", 1.0), ("model_b", -1.0)):
+        codes, names = pd.factorize(frame[column])  # each distinct name looked up once
+        out[rows, np.append(models.get_indexer(names), -1)[codes]] = sign
     return out
 
 

@@ -22,6 +22,7 @@ from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, c
 from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
+from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 from core.models import family_of
 from core.records import Record
 
@@ -32,6 +33,7 @@ WEIGHTING = (
     "graded verdicts: a strong verdict (A>>B, strength 2) counts three times in the Bradley-Terry fit, as "
     "Arena-Hard-Auto weights them (analysis.ratings --weight-strong 3); style-controlled BT counts every verdict once"
 )
+
 
 CALIBRATED = (
     "one verdict per pair for judge and reference: the mean of prob_a over both orders where the records "
@@ -202,6 +204,14 @@ def _family_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return grouped.mean().unstack("family"), grouped.size().unstack("family").fillna(0).astype(int)
 
 
+def _worker_count(workers: int | None, n_rows: int) -> int:
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        return workers
+    return available_cpus() if n_rows >= PARALLEL_ROWS else 1
+
+
 def _build_report(
     records: Sequence[Record] | pd.DataFrame,
     human_prefix: str | None = None,
@@ -213,6 +223,7 @@ def _build_report(
     progress: Callable | None = None,
     panel: bool = True,
     timings: dict[str, RunTiming] | None = None,
+    workers: int | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`analysis.record_table`).
@@ -221,6 +232,9 @@ def _build_report(
     With ``panel``, two or more LLM judges are also pooled into the virtual judge
     ``panel`` (:mod:`analysis.judging.panel`). ``timings`` are the judges' run times
     (:func:`analysis.judging.annotator.read_run_timings`) for their annotator cards.
+    ``workers``: processes the raters' estimates are spread over (:mod:`analysis.workers`);
+    by default every CPU this process may use, once there are enough records to repay a fork.
+    The numbers do not depend on it.
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
@@ -248,10 +262,9 @@ def _build_report(
                   for name in by_rater if name != HUMAN_RATER}
     battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
-    steps = progress(names, desc="raters") if progress else names
-    reports: dict[str, RaterReport] = {}
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
-    for name in steps:
+
+    def rater_task(name: str) -> RaterReport:
         rows = by_rater[name]
         family = families[name]
         reference = references.get(name)
@@ -280,7 +293,7 @@ def _build_report(
                     debiased_rows(rows, calibrate=True), debiased_rows(ref_rows, calibrate=True), name, family,
                     reference, n_boot=n_boot, seed=seed, verdicts=CALIBRATED,
                 )
-        reports[name] = RaterReport(
+        return RaterReport(
             rater=name,
             is_human=name == HUMAN_RATER,
             family=family,
@@ -296,18 +309,41 @@ def _build_report(
             ranking=None,
             ratings=_ratings(battle_frames[name], rating_bootstrap, seed),
         )
-    human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
-    if human_bt is not None:
-        for name, rep in reports.items():
-            if name != HUMAN_RATER and rep.ratings.bt is not None:
-                reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
-    reports = _judge_the_judges(reports, by_rater, battle_frames, parse_errors, references, families, members,
-                                timings or {}, n_boot, rating_bootstrap, seed, progress)
-    worth, worth_notes = worth_of_judges(
-        battle_frames.get(HUMAN_RATER),
-        {n: (battle_frames[n], r.ratings.bt) for n, r in reports.items() if n != HUMAN_RATER and r.reference == HUMAN_RATER},
-        seed=seed, progress=progress,
-    )
+
+    def worth_task(name: str, bt: pd.DataFrame | None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+        return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed)
+
+    judging = _JudgingTheJudges(by_rater, battle_frames, parse_errors, references, families, members,
+                                timings or {}, n_boot, rating_bootstrap, seed)
+    # The raters' estimates first, then what judges each judge (it needs its reference's
+    # ratings): each a task, spread over the workers, the longest handed out first.
+    tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task}
+    n_workers = _worker_count(workers, len(judged))
+    if n_workers > 1:
+        # analysis.stats.fit_logit imports statsmodels on first use (about a second): once
+        # here, before the fork, rather than once in every worker.
+        import statsmodels.discrete.discrete_model  # noqa: F401
+    with Workers(n_workers, tasks) as pool:
+        order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
+        done = pool.run([("rater", (n,)) for n in order] + [("controlled", ())], progress, desc="raters")
+        reports, controlled = dict(zip(order, done[:-1])), done[-1]
+        reports = {n: reports[n] for n in names}
+        human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
+        if human_bt is not None:
+            for name, rep in reports.items():
+                if name != HUMAN_RATER and rep.ratings.bt is not None:
+                    reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
+        judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
+        valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
+        done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
+                         for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued],
+                        progress, desc="judging the judges")
+    for name in names:
+        reports[name] = judging.card(reports[name])
+    for name, fields in zip(judges, done):
+        reports[name] = replace(reports[name], **fields)
+    worth = tuple(w for found, _ in done[len(judges):] for w in found)
+    worth_notes = tuple(note for _, notes in done[len(judges):] for note in notes)
     matrix, counts = _family_matrix(judged)
     return BiasReport(
         raters=tuple(reports[n] for n in names),
@@ -334,63 +370,64 @@ def build_report(*args, **kwargs) -> BiasReport:
         return _build_report(*args, **kwargs)
 
 
-def _judge_the_judges(reports, by_rater, battle_frames, parse_errors, references, families, members, timings,
-                      n_boot: int, rating_bootstrap: int, seed: int, progress: Callable | None = None
-                      ) -> dict[str, RaterReport]:
-    """Add to every rater's report what judges the judge: the strength-controlled
-    self-preference (one fit over all judges), its leaderboard against the reference's,
-    the debiasing variants, and its annotator card."""
-    from analysis.ratings import rate
+class _JudgingTheJudges:
+    """What judges each judge: the strength-controlled self-preference (one fit over all
+    judges), its leaderboard against the reference's, the debiasing variants, and its
+    annotator card."""
 
-    def board(name: str, reference: str, table: pd.DataFrame | None, ref_table: pd.DataFrame | None):
-        point = leaderboard_agreement(table, ref_table)
-        if table is None or ref_table is None:
-            return point
-        return leaderboard_intervals(point, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
-                                     table, ref_table, seed=seed)
+    def __init__(self, by_rater, battle_frames, parse_errors, references, families, members, timings,
+                 n_boot: int, rating_bootstrap: int, seed: int):
+        self.by_rater, self.battle_frames, self.parse_errors = by_rater, battle_frames, parse_errors
+        self.references, self.families, self.members, self.timings = references, families, members, timings
+        self.n_boot, self.rating_bootstrap, self.seed = n_boot, rating_bootstrap, seed
 
-    def rate_rows(rows: pd.DataFrame) -> pd.DataFrame | None:
-        try:
-            return rate(rows[["model_a", "model_b", "winner"]], "bt", bootstrap=rating_bootstrap, seed=seed).table
-        except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
-            return None
+    def controlled(self) -> dict[str, ControlledSelfPreference]:
+        specs = {}
+        for name, reference in self.references.items():
+            if reference is None or name == PANEL:
+                continue
+            rows, ref_rows = self.by_rater[name], self.by_rater[reference]
+            specs[name] = (JudgeRows(self.families[name], rows, ref_rows) if reference == HUMAN_RATER else
+                           JudgeRows(self.families[name], debiased_rows(rows, calibrate=True),
+                                     debiased_rows(ref_rows, calibrate=True), per_pair=True))
+        return controlled_self_preference(specs) if specs else {}
 
-    specs = {}
-    for name in reports:
-        reference = references.get(name)
-        if reference is None or name == PANEL:
-            continue
-        rows, ref_rows = by_rater[name], by_rater[reference]
-        specs[name] = (JudgeRows(families[name], rows, ref_rows) if reference == HUMAN_RATER else
-                       JudgeRows(families[name], debiased_rows(rows, calibrate=True),
-                                 debiased_rows(ref_rows, calibrate=True), per_pair=True))
-    controlled = controlled_self_preference(specs) if specs else {}
-    out = {}
-    # The paired bootstraps of the variants and leaderboards are most of a large report's time.
-    for name in progress(list(reports), desc="judging the judges") if progress else list(reports):
-        rep = reports[name]
-        card = annotator_card(battle_frames[name], parse_errors.get(name, 0), timings.get(name))
-        reference = references.get(name)
-        if name == HUMAN_RATER or reference is None:
-            out[name] = replace(rep, annotator=card, reference=reference,
-                                panel_members=members if name == PANEL else ())
-            continue
-        ref_bt = reports[reference].ratings.bt
+    def card(self, rep: RaterReport) -> RaterReport:
+        """Every rater's annotator card and reference (the panel's members too)."""
+        name = rep.rater
+        card = annotator_card(self.battle_frames[name], self.parse_errors.get(name, 0), self.timings.get(name))
+        return replace(rep, annotator=card, reference=self.references.get(name),
+                       panel_members=self.members if name == PANEL else ())
+
+    def judge(self, name: str, rep: RaterReport, reference_ratings: Ratings,
+              controlled: ControlledSelfPreference | None) -> dict:
+        """The fields of judge ``name``'s report that judge it (``rep``: its estimates)."""
+        by_rater, reference, seed, n_boot = self.by_rater, self.references[name], self.seed, self.n_boot
+        ref_bt = reference_ratings.bt
         ref_rows = by_rater[reference] if reference == HUMAN_RATER else debiased_rows(by_rater[reference])
         variants = judge_variants(by_rater[name], ref_rows, reference, rep.ratings.bt, rep.ratings.controlled, ref_bt,
-                                  rate_rows, n_boot=n_boot, seed=seed, both_orders=rep.agreement,
-                                  reference_controlled=reports[reference].ratings.controlled)
+                                  self._rate_rows, n_boot=n_boot, seed=seed, both_orders=rep.agreement,
+                                  reference_controlled=reference_ratings.controlled)
         rounds = variant_rounds(variants, ref_rows, ref_bt, by_rater[reference], n_boot=n_boot, seed=seed)
         best, variants = best_variants(variants, rounds), with_intervals(variants, rounds)
         # The verdict rows and item sums served the paired bootstraps; the report keeps estimates only.
         variants = tuple(replace(v, rows=None, sums=None) for v in variants)
         summary = None
         if name == PANEL and reference == HUMAN_RATER:
-            summary = panel_summary(by_rater[PANEL], {m: by_rater[m] for m in members if m in by_rater},
-                                    by_rater[HUMAN_RATER], families, n_boot=n_boot, seed=seed)
-        out[name] = replace(
-            rep, reference=reference, controlled=controlled.get(name), annotator=card,
-            leaderboard=board(name, reference, rep.ratings.bt, ref_bt), variants=variants,
-            best_variant=best, panel_members=members if name == PANEL else (), panel=summary,
-        )
-    return out
+            summary = panel_summary(by_rater[PANEL], {m: by_rater[m] for m in self.members if m in by_rater},
+                                    by_rater[HUMAN_RATER], self.families, n_boot=n_boot, seed=seed)
+        board = leaderboard_agreement(rep.ratings.bt, ref_bt)
+        if rep.ratings.bt is not None and ref_bt is not None:
+            board = leaderboard_intervals(board, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
+                                          rep.ratings.bt, ref_bt, seed=seed)
+        return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
+                "panel": summary}
+
+    def _rate_rows(self, rows: pd.DataFrame) -> pd.DataFrame | None:
+        from analysis.ratings import rate
+
+        try:
+            return rate(rows[["model_a", "model_b", "winner"]], "bt", bootstrap=self.rating_bootstrap,
+                        seed=self.seed).table
+        except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
+            return None

@@ -1,0 +1,124 @@
+"""Independent pieces of an analysis run on several CPU cores.
+
+The workers are forked from the process that holds the data, so they see its memory as it
+was at the fork (copy-on-write) and nothing large is sent to them: a task is a closure over
+that data, named by a key, and only its arguments and its result travel (pickled). Every
+estimator takes its seed as an argument, so a task's result does not depend on the process
+that ran it, nor on the order in which tasks finish.
+
+Where fork is not available (or one worker is asked for), the same tasks run in this
+process, one after the other.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["PARALLEL_ROWS", "Background", "Workers", "available_cpus"]
+
+# Below this many verdicts a report takes about a second: forking workers would cost more
+# than it saves.
+PARALLEL_ROWS = 20_000
+
+# The closures of the pool being forked: a forked worker finds them here, in its copy of
+# this module, so they are never pickled.
+_TASKS: dict[str, Callable[..., Any]] = {}
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _run(call: tuple[int, str, tuple]) -> tuple[int, Any]:
+    index, key, args = call
+    return index, _TASKS[key](*args)
+
+
+class _Sized:
+    """An iterator with the length a progress bar shows as its total."""
+
+    def __init__(self, items: Iterator, n: int):
+        self._items, self._n = items, n
+
+    def __iter__(self):
+        return self._items
+
+    def __len__(self) -> int:
+        return self._n
+
+
+class Workers:
+    """A pool of ``n`` forked workers that can run ``tasks`` (name -> function); use as a
+    context manager. Data the tasks read must exist before the pool is entered (the fork)."""
+
+    def __init__(self, n: int, tasks: dict[str, Callable[..., Any]]):
+        self.n = n if "fork" in multiprocessing.get_all_start_methods() else 1
+        self.tasks = tasks
+        self._pool = None
+
+    def __enter__(self) -> Workers:
+        if self.n > 1:
+            _TASKS.clear()
+            _TASKS.update(self.tasks)
+            self._pool = multiprocessing.get_context("fork").Pool(self.n)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+            _TASKS.clear()
+
+    def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None,
+            desc: str = "") -> list[Any]:
+        """Each ``(task, args)`` in ``calls`` run once; the results in the order of ``calls``.
+
+        Give the longest calls first: they are handed out in this order. ``progress(items,
+        desc)``, if given, wraps the results as they arrive (a tqdm bar)."""
+        calls = list(calls)
+        if self._pool is None:
+            done: Iterator = ((i, self.tasks[key](*args)) for i, (key, args) in enumerate(calls))
+        else:
+            done = self._pool.imap_unordered(_run, [(i, key, args) for i, (key, args) in enumerate(calls)])
+        if progress is not None:
+            done = progress(_Sized(iter(done), len(calls)), desc=desc)
+        results: list[Any] = [None] * len(calls)
+        for index, result in done:
+            results[index] = result
+        return results
+
+
+
+class Background:
+    """One forked process that runs module-level functions while this one goes on; use as a
+    context manager. ``submit`` returns a function that waits for the result (an exception
+    raised there is raised here). Without ``fork`` (or where the OS has none), a call runs
+    here when its result is asked for, and one never asked for does not run."""
+
+    def __init__(self, fork: bool = True):
+        self.fork = fork and "fork" in multiprocessing.get_all_start_methods()
+        self._pool = None
+
+    def __enter__(self) -> Background:
+        if self.fork:
+            self._pool = multiprocessing.get_context("fork").Pool(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        if self._pool is None:
+            return lambda: fn(*args)
+        return self._pool.apply_async(fn, args).get
