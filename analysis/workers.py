@@ -17,7 +17,11 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Background", "Workers", "available_cpus"]
+
+# Below this many verdicts a report takes about a second: forking workers would cost more
+# than it saves.
+PARALLEL_ROWS = 20_000
 
 # The closures of the pool being forked: a forked worker finds them here, in its copy of
 # this module, so they are never pickled.
@@ -91,3 +95,30 @@ class Workers:
             results[index] = result
         return results
 
+
+
+class Background:
+    """One forked process that runs module-level functions while this one goes on; use as a
+    context manager. ``submit`` returns a function that waits for the result (an exception
+    raised there is raised here). Without ``fork`` (or where the OS has none), a call runs
+    here when its result is asked for, and one never asked for does not run."""
+
+    def __init__(self, fork: bool = True):
+        self.fork = fork and "fork" in multiprocessing.get_all_start_methods()
+        self._pool = None
+
+    def __enter__(self) -> Background:
+        if self.fork:
+            self._pool = multiprocessing.get_context("fork").Pool(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        if self._pool is None:
+            return lambda: fn(*args)
+        return self._pool.apply_async(fn, args).get

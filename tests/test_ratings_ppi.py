@@ -20,7 +20,7 @@ from analysis.frames import load_frame
 from analysis.ratings import rate
 from analysis.ratings.bt import fit_counts
 from analysis.ratings.counts import PairCounts
-from analysis.ratings.ppi import PPIData, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
+from analysis.ratings.ppi import PPIData, _inverses, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
 
 REPO = Path(__file__).resolve().parents[1]
 PANDALM = REPO.parent / "shared" / "data" / "pandalm"
@@ -142,6 +142,26 @@ def test_human_votes_on_pairs_the_judge_never_saw_are_an_error(pandalm):
     """GPT-3.5's verdicts on 25 PandaLM pairs could not be parsed: their 75 votes have no prediction."""
     with pytest.raises(ValueError, match=r"^75 human votes are on pairs 'gpt-3.5-turbo' never judged \(25 pairs"):
         ppi_ratings(pandalm, "gpt-3.5-turbo")
+
+
+def test_votes_on_pairs_the_judge_never_saw_can_be_left_out(pandalm):
+    """``unjudged="leave out"`` (what a judge is worth in human votes uses) gives the data of
+    the votes on judged pairs alone, models only those votes had gone too: the same rows
+    and fit as picking those votes first."""
+    verdicts = pandalm[pandalm["judge"] == "gpt-3.5-turbo"]
+    people = pandalm[pandalm["judge_type"] == "human"]
+    unseen = (people["model_a"] == "llama-7b") | (people["model_b"] == "llama-7b")  # a model only people saw
+    verdicts = verdicts[~verdicts["model_a"].isin(["llama-7b"]) & ~verdicts["model_b"].isin(["llama-7b"])]
+    judged = _units(people).isin(_units(verdicts)).to_numpy()
+    assert unseen.any() and not judged[unseen.to_numpy()].any() and 75 < (~judged).sum() < len(people)
+    left_out = ppi_data(people, verdicts, unjudged="leave out")
+    picked = ppi_data(people[judged], verdicts)
+    assert "llama-7b" not in left_out.models and left_out.models.equals(picked.models)
+    for field in ("i", "j", "pair", "n_judge", "yhat_judge", "n_human", "y_human", "yhat_human", "weight", "n_battles"):
+        np.testing.assert_array_equal(getattr(left_out, field), getattr(picked, field))
+    assert left_out.totals()[0] == judged.sum()
+    with pytest.raises(ValueError, match="never judged"):
+        ppi_data(people, verdicts)
 
 
 # The coverage simulation: six models in two families, true human strengths, a judge that
@@ -348,3 +368,38 @@ def test_rounds_fitted_together_are_each_their_own_fit():
         assert [type(f).__name__ for f in fits[2:7:2]] == ["ValueError", "ValueError", "RuntimeError"]
         thetas = [f.theta for f in fits if not isinstance(f, Exception)]
         assert len(thetas) == 6 and all(np.abs(a - b).max() > 1e-3 for a, b in zip(thetas, thetas[1:]))
+
+
+def test_compressed_rows_are_the_kinds_in_order_of_first_sight_however_many_values():
+    """compressed() keys a row by its columns' codes combined into one number. With 2^13
+    values in each of five columns that number has 65 bits: unless renumbered before it
+    overflows, the row (value 2^12 in the first column, value 0 in the others) would take
+    row 0's key. The kinds must be exactly the distinct rows, in order of first sight, with
+    their weights summed."""
+    n = 2**13
+    fields = ("n_judge", "yhat_judge", "n_human", "y_human", "yhat_human")
+    rows = np.r_[np.arange(n), 0]  # per column, the index of its value per row; the last row
+    first_column = np.r_[np.arange(n), n // 2]  # differs from row 0 in the first column only
+    order = np.r_[np.arange(n + 1), np.random.default_rng(7).permutation(n + 1)]  # each row twice
+    values = {f: (first_column if f == "n_judge" else rows).astype(float)[order] + 0.5 for f in fields}
+    data = PPIData(models=pd.Index(["a", "b"]), i=np.array([0]), j=np.array([1]),
+                   pair=np.zeros(len(order), dtype=np.int64), **values, weight=np.ones(len(order)))
+    kinds = data.compressed()
+    assert len(kinds.pair) == n + 1
+    for f in fields:
+        np.testing.assert_array_equal(getattr(kinds, f), values[f][:n + 1])
+    np.testing.assert_array_equal(kinds.weight, np.full(n + 1, 2.0))
+
+
+def test_a_singular_information_fails_its_round_only():
+    """Inverting the rounds' information matrices together, a singular one is that round's
+    error (one fit raises numpy's LinAlgError there) and the others are their own inverses."""
+    data = _replicate(np.random.default_rng(8), informative=True)[0].compressed()
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(3, _M, _M))
+    information = x @ x.transpose(0, 2, 1)
+    information[1] = -np.ones((_M, _M))  # lifted by 1 1^T: zero
+    inverses, errors = _inverses(data, information)
+    assert list(errors) == [1] and isinstance(errors[1], np.linalg.LinAlgError)
+    for r in (0, 2):
+        np.testing.assert_allclose(inverses[r], _inverses(data, information[r:r + 1])[0][0], rtol=1e-12)

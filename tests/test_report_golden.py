@@ -56,14 +56,15 @@ def test_report_json_keeps_its_numbers(tmp_path):
 
 
 def test_workers_change_no_number(tmp_path):
-    """The raters' estimates spread over forked workers (analysis.workers) give the report
-    that one process gives, byte for byte: every task takes its seed, none shares a stream."""
+    """The raters' estimates spread over forked workers (analysis.workers), and the figures
+    drawn in a forked painter, give the report that one process gives, byte for byte: every
+    task takes its seed, none shares a stream."""
     votes = write_sample(tmp_path)
     outs = {}
     for workers in ("1", "3"):
         out = tmp_path / f"out{workers}"
         assert main(["--votes", str(votes), "--out", str(out), "--quiet", "--workers", workers]) == 0
-        outs[workers] = (out / "report.json").read_text(), (out / "report.md").read_text()
+        outs[workers] = tuple((out / f"report.{kind}").read_text() for kind in ("json", "md", "html"))
     assert outs["3"] == outs["1"]
 
 

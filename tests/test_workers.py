@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from analysis.workers import Workers
+from analysis.workers import Background, Workers
 
 
 def test_forked_workers_read_the_parents_data_and_keep_the_call_order():
@@ -49,3 +49,30 @@ def test_progress_counts_each_result_as_it_arrives():
         assert pool.run([("square", (k,)) for k in range(5)], progress, desc="squares") == [0, 1, 4, 9, 16]
     assert seen == [("squares", 5)]
 
+
+
+def _pid_and(value):
+    return os.getpid(), value
+
+
+def _refuse(value):
+    raise ValueError(f"cannot draw {value}")
+
+
+def test_background_runs_elsewhere_while_this_process_goes_on():
+    with Background() as painter:
+        pending = painter.submit(_pid_and, "figures")
+        refused = painter.submit(_refuse, "nothing")
+        pid, value = pending()
+        assert value == "figures" and pid != os.getpid()
+        with pytest.raises(ValueError, match="cannot draw nothing"):
+            refused()
+
+
+def test_background_without_fork_runs_here_and_only_when_asked():
+    seen = []
+    with Background(fork=False) as painter:
+        never = painter.submit(seen.append, "never asked")  # noqa: F841
+        asked = painter.submit(lambda: seen.append("asked") or os.getpid())
+        assert asked() == os.getpid()
+    assert seen == ["asked"]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, judged_votes, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
@@ -158,10 +158,9 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
     """
-    on_judged = judged_votes(human, judge)
-    if not on_judged.any():
+    data = ppi_data(human, judge, repr(name), unjudged="leave out")
+    if data.totals()[0] == 0:
         return None
-    data = ppi_data(human[on_judged], judge, repr(name))
     rng = np.random.default_rng(seed)
     n_labelled, n_judged = round(_labelled(data).sum()), round(data.totals()[1])
     subsampled = n_labelled > _SUBSAMPLE_ABOVE * n_judged
@@ -210,7 +209,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         curve=_curve(list(shares), curve_fits, level),
         ratings=_ratings(fit, judge_alone, level),
         lam_all=fit.lam,
-        n_dropped_votes=int((~on_judged).sum()),
+        n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
     )
 

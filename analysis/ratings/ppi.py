@@ -44,7 +44,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "judged_votes", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,19 @@ class PPIData:
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
         counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
-        # Factorised column by column: a sort of the rows (np.unique(axis=0)) is 25x slower.
-        kind = np.zeros(len(self.pair), dtype=np.int64)
+        # Factorised column by column (a sort of the rows, np.unique(axis=0), is 25x slower),
+        # the codes combined as digits of one number, renumbered only where it would overflow.
+        kind, n_kinds = np.zeros(len(self.pair), dtype=np.int64), 1
         for column in columns:
             codes, uniques = pd.factorize(column)
-            kind, _ = pd.factorize(kind * len(uniques) + codes)
-        _, first = np.unique(kind, return_index=True)  # kinds are numbered in order of first sight
+            if n_kinds * len(uniques) >= 2**62:
+                kind, found = pd.factorize(kind)
+                n_kinds = len(found)
+            kind, n_kinds = kind * len(uniques) + codes, n_kinds * len(uniques)
+        kind, _ = pd.factorize(kind)
+        # Kinds are numbered in order of first sight: a kind's first row is where the running
+        # maximum of the numbers grows (an O(rows) pass; np.unique's return_index sorts).
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(kind), prepend=-1) > 0)
         return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
                        n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
                        weight=np.bincount(kind, self.weight, len(first)))
@@ -148,39 +155,48 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
     return a, b, models, np.where(pid_codes < 0, -1, key)
 
 
-def judged_votes(human: pd.DataFrame, judge: pd.DataFrame) -> np.ndarray:
-    """Which of people's votes are on a pair the judge gave a verdict on, matched as
-    :func:`ppi_data` matches them (the votes it accepts)."""
-    *_, key = _clusters(human, judge)
-    votes, verdicts = key[:len(human)], key[len(human):]
-    return (votes >= 0) & np.isin(votes, verdicts)
-
-
-def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge") -> PPIData:
+def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
+             unjudged: str = "raise") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
-    pair the judge never saw has no prediction and raises ``ValueError`` naming how many
-    (:func:`judged_votes` picks the others). The clusters come back
-    :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    pair the judge never saw has no prediction: it raises ``ValueError`` naming how many,
+    or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
+    are then the votes kept, and its models those of the votes kept and the verdicts). The
+    clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
     """
+    if unjudged not in ("raise", "leave out"):
+        raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
+    n_h, winners = len(human), human["winner"]
+    cluster, uniques = pd.factorize(key)
+    n_clusters = len(uniques)
+    n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
+    unseen = n_judge_records[cluster[:n_h]] == 0
+    if unjudged == "leave out" and unseen.any():
+        # A cluster with a verdict is never one of the votes left out, so numbering the
+        # clusters with verdicts in order keeps the order of first sight among the rest.
+        rows, judged = np.r_[~unseen, np.ones(len(judge), dtype=bool)], n_judge_records > 0
+        a, b, cluster = a[rows], b[rows], (np.cumsum(judged) - 1)[cluster[rows]]
+        n_clusters, n_judge_records = int(judged.sum()), n_judge_records[judged]
+        used = np.zeros(len(models), dtype=bool)
+        used[a] = used[b] = True
+        code = np.cumsum(used) - 1  # models of left-out votes only are gone; the order stays
+        a, b, models = code[a], code[b], models[used]
+        n_h, winners, key = int((~unseen).sum()), winners.to_numpy()[~unseen], key[rows]
+        unseen = unseen[~unseen]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
-    m, n_h = len(models), len(human)
-    y = _outcome_from_i(a, b, np.r_[encode_winners(human["winner"]), encode_winners(judge["winner"])])
+    m = len(models)
+    y = _outcome_from_i(a, b, np.r_[encode_winners(winners), encode_winners(judge["winner"])])
     hy, jy = y[:n_h], y[n_h:]
     if (key[n_h:] < 0).any():
         raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
-    cluster, uniques = pd.factorize(key)
     hc, jc = cluster[:n_h], cluster[n_h:]
-    n_clusters = len(uniques)
-    n_judge_records = np.bincount(jc, minlength=n_clusters)
-    unseen = (hc < 0) | (n_judge_records[np.maximum(hc, 0)] == 0)
     if unseen.any():
         raise ValueError(
             f"{int(unseen.sum())} human votes are on pairs {judge_name} never judged "
-            f"({len(np.unique(hc[unseen & (hc >= 0)])) + int((hc < 0).sum())} pairs, matched by pair_id and the two "
+            f"({len(np.unique(hc[unseen]))} pairs, matched by pair_id and the two "
             f"models): judge every pair people voted on, or leave those votes out"
         )
     judged = n_judge_records > 0
@@ -238,6 +254,7 @@ def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, b
                                  np.zeros(data.n_models))
         except RuntimeError as exc:
             errors[int(r)] = exc
+            theta[r] = np.nan  # no solution (a diverged one could overflow below)
     return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
@@ -314,15 +331,15 @@ def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndar
 
 
 def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
-    """Each round's :func:`_regularised_inverse`; a singular one is that round's error."""
-    counts = _counts(data, np.zeros((1, len(data.pair))), np.zeros(1), np.ones(1), np.ones(1))  # its n_models
+    """Each round's :func:`_regularised_inverse` (``data`` has the n_models it needs); a
+    singular one is that round's error."""
     try:
-        return _regularised_inverse(information, counts, 0.0), {}
+        return _regularised_inverse(information, data, 0.0), {}
     except np.linalg.LinAlgError:
         out, errors = np.full_like(information, np.nan), {}
         for r, matrix in enumerate(information):
             try:
-                out[r] = _regularised_inverse(matrix, counts, 0.0)
+                out[r] = _regularised_inverse(matrix, data, 0.0)
             except np.linalg.LinAlgError as exc:
                 errors[r] = exc
         return out, errors

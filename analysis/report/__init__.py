@@ -6,22 +6,29 @@ Human voters are pooled under the rater ``human``; every other ``judge`` value i
 rater. :func:`build_report` does the analysis and returns data; the writers render it.
 """
 
-from analysis.report.build import BiasReport, RaterReport, Ratings, build_report, rating_frames
-from analysis.report.cli import main
-from analysis.report.figures import figures
-from analysis.report.render import render_html, render_markdown, write_report
-from analysis.report.serialise import report_json
+import importlib
 
-__all__ = [
-    "BiasReport",
-    "RaterReport",
-    "Ratings",
-    "build_report",
-    "figures",
-    "main",
-    "rating_frames",
-    "render_html",
-    "render_markdown",
-    "report_json",
-    "write_report",
-]
+# Each name is imported from its module on first use: ``python -m analysis.report`` starts
+# its figure process and its reading before the analysis' imports (a second and a half),
+# so they overlap (analysis.report.cli).
+_HOMES = {
+    "BiasReport": "build",
+    "RaterReport": "build",
+    "Ratings": "build",
+    "build_report": "build",
+    "figures": "figures",
+    "main": "cli",
+    "rating_frames": "build",
+    "render_html": "render",
+    "render_markdown": "render",
+    "report_json": "serialise",
+    "write_report": "render",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

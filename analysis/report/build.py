@@ -22,7 +22,7 @@ from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, c
 from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
-from analysis.workers import Workers, available_cpus
+from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 from core.models import family_of
 from core.records import Record
 
@@ -34,9 +34,6 @@ WEIGHTING = (
     "Arena-Hard-Auto weights them (analysis.ratings --weight-strong 3); style-controlled BT counts every verdict once"
 )
 
-# Below this many verdicts the report takes about a second, and forking workers would cost
-# more than it saves.
-PARALLEL_ROWS = 20_000
 
 CALIBRATED = (
     "one verdict per pair for judge and reference: the mean of prob_a over both orders where the records "

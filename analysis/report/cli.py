@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import threading
 from collections.abc import Sequence
 
-from analysis.judging.annotator import read_run_timings
 from analysis.importers import describe_formats
-from analysis.importers.columnar import read_table
-from analysis.report.build import PARALLEL_ROWS, build_report
-from analysis.report.render import write_report
+from analysis.workers import PARALLEL_ROWS, Background, available_cpus
+
+# The modules of the analysis and the writers (pandas, scipy.stats, statsmodels: about a
+# second and a half), imported by a thread while the records are read (Arrow parses them
+# without holding the GIL). Light on purpose until then, like analysis.report's __init__.
+_ANALYSIS = ("analysis.report.build", "analysis.report.render", "statsmodels.discrete.discrete_model")
 
 __all__ = ["main"]
 
@@ -73,6 +77,17 @@ def _bytes_bar(total: int):
     return tqdm(total=total, desc="reading", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, delay=0.5)
 
 
+def _import(*modules: str) -> None:
+    for name in modules:
+        importlib.import_module(name)
+
+
+def _import_figures() -> None:
+    import analysis.report.figures  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -81,29 +96,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    try:
-        table, skipped = read_table(args.votes, skip_bad=args.skip_bad, progress=None if args.quiet else _bytes_bar)
-    except (RecordError, OSError) as exc:
-        fail(str(exc))
-    if not len(table):
-        # Say why where an import said it (a file of pairs still to be judged, every row skipped).
-        why = f" ({skipped[0]})" if skipped else ""
-        fail("no records found in " + ", ".join(args.votes) + why)
-    issues = [str(i) for i in skipped]
-    for issue in issues:
-        print(f"note: {issue}", file=sys.stderr)
-    progress = None if args.quiet else _progress_bar
-    timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
-    for note in timing_notes:
-        print(f"note: {note}", file=sys.stderr)
-    try:
-        report = build_report(
-            table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-            seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
-            panel=not args.no_panel, timings=timings, workers=args.workers,
-        )
-    except ValueError as exc:
-        fail(str(exc))
-    paths = write_report(report, args.out)
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 0
+    # The figures are drawn in a second process, forked now while this one is small: it
+    # imports matplotlib while this one analyses (not while it reads: then Arrow's threads and
+    # the import thread have both cores), and draws while report.json and report.md are written.
+    with Background(fork=args.workers != 1 and available_cpus() > 1) as painter:
+        threading.Thread(target=_import, args=_ANALYSIS, daemon=True).start()
+        from analysis.importers.columnar import read_table
+
+        try:
+            table, skipped = read_table(args.votes, skip_bad=args.skip_bad, progress=None if args.quiet else _bytes_bar)
+        except (RecordError, OSError) as exc:
+            fail(str(exc))
+        if not len(table):
+            # Say why where an import said it (a file of pairs still to be judged, every row skipped).
+            why = f" ({skipped[0]})" if skipped else ""
+            fail("no records found in " + ", ".join(args.votes) + why)
+        issues = [str(i) for i in skipped]
+        for issue in issues:
+            print(f"note: {issue}", file=sys.stderr)
+        progress = None if args.quiet else _progress_bar
+        from analysis.judging.annotator import read_run_timings
+        from analysis.report.build import build_report
+        from analysis.report.figures import figures
+        from analysis.report.render import write_report
+
+        painter.submit(_import_figures)
+        timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
+        for note in timing_notes:
+            print(f"note: {note}", file=sys.stderr)
+        try:
+            report = build_report(
+                table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+                seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
+                panel=not args.no_panel, timings=timings, workers=args.workers,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        paths = write_report(report, args.out, draw=lambda done: painter.submit(figures, done))
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+        return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis.report.build import BiasReport, Ratings
@@ -209,13 +210,18 @@ def render_markdown(report: BiasReport) -> str:
     return _markdown(_context(report, summary_blocks(report)))
 
 
-def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
+def write_report(report: BiasReport, out: str | Path,
+                 draw: Callable[[BiasReport], Callable[[], dict[str, bytes]]] | None = None) -> dict[str, Path]:
+    """report.json, report.md and report.html in ``out``. ``draw(report)``, if given, starts
+    drawing the figures elsewhere and returns a function that waits for them
+    (:class:`analysis.workers.Background`): the JSON and Markdown are written meanwhile."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    drawn = draw(report) if draw is not None else None
     summary = summary_blocks(report)
     context = _context(report, summary)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
-    paths["html"].write_text(_html(context, figures(report)), encoding="utf-8")
+    paths["html"].write_text(_html(context, figures(report) if drawn is None else drawn()), encoding="utf-8")
     return paths
