@@ -72,9 +72,10 @@ class OrderCheck:
     never_first: tuple[str, ...]
 
 
-def order_check(rows: pd.DataFrame) -> OrderCheck:
-    """Detect display orders fixed by model (see :class:`OrderCheck`)."""
-    codes, models = _model_codes(rows)
+def order_check(rows: pd.DataFrame, model_codes=None) -> OrderCheck:
+    """Detect display orders fixed by model (see :class:`OrderCheck`). ``model_codes``:
+    :func:`_model_codes` of ``rows`` where the caller has them."""
+    codes, models = model_codes or _model_codes(rows)
     a, b = codes
     low_first = a <= b
     pair = np.minimum(a, b) * len(models) + np.maximum(a, b)  # the unordered model pair
@@ -174,7 +175,7 @@ class _VoterPairs:
         return np.where(self.consistent, self.canon_min, 0).astype(np.int8)
 
 
-def _voter_pairs(rows: pd.DataFrame, by_models: bool = False) -> _VoterPairs:
+def _voter_pairs(rows: pd.DataFrame, by_models: bool = False, model_codes=None) -> _VoterPairs:
     """The groups of :class:`_VoterPairs`, counted with numpy on factorised keys (pandas'
     groupby with seven aggregations cost a tenth of a second per call, and the report
     groups a rater's rows a dozen times)."""
@@ -182,7 +183,7 @@ def _voter_pairs(rows: pd.DataFrame, by_models: bool = False) -> _VoterPairs:
     keys, names = [voter, pair], ["voter", "pair_id"]
     if by_models:
         # Model names numbered in their sorted order: comparing numbers compares the names.
-        (code_a, code_b), models = _model_codes(rows)
+        (code_a, code_b), models = model_codes or _model_codes(rows)
         # Shown order: by which model came first per model pair.
         flip = (code_a > code_b).astype(np.int8)
         low, high = np.minimum(code_a, code_b), np.maximum(code_a, code_b)
@@ -217,9 +218,9 @@ def _voter_pairs(rows: pd.DataFrame, by_models: bool = False) -> _VoterPairs:
     )
 
 
-def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame:
+def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False, model_codes=None) -> pd.DataFrame:
     """:func:`_voter_pairs` as a frame indexed by the keys. ``swapped``: both display orders were seen."""
-    g = _voter_pairs(rows, by_models)
+    g = _voter_pairs(rows, by_models, model_codes)
     index = pd.MultiIndex.from_arrays([pd.Index(level, dtype=rows[name].dtype if name in rows else "str")
                                        for level, name in zip(g.levels, g.names)], names=g.names)
     return pd.DataFrame({
@@ -234,7 +235,8 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
     won_first = rows["first_wins"].to_numpy()[decisive] == 1
     first_wins = int(won_first.sum())
     n_dec = int(decisive.sum())
-    groups = _per_voter_pair(rows, by_models=True)
+    model_codes = _model_codes(rows)  # the model pairs' groups and the order check share them
+    groups = _per_voter_pair(rows, by_models=True, model_codes=model_codes)
     swapped = groups[groups["swapped"]]
     n_sw = len(swapped)
     inconsistent = swapped[~swapped["consistent"]]
@@ -265,7 +267,7 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
         consistency=n_cons / n_sw if n_sw else None,
         consistency_ci=consistency_ci,
         preference_fairness=(n_second - n_first) / n_sw if n_sw else None,
-        order=order_check(rows),
+        order=order_check(rows, model_codes),
     )
 
 
