@@ -52,6 +52,21 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _unique(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(x, return_index=True, return_inverse=True, return_counts=True)`` of a 1-d
+    integer array, by one stable argsort (numpy's radix/timsort path: a tenth of the time of
+    the sort np.unique runs here); a run's first element in the sorted order is its first
+    occurrence, as np.unique's index is."""
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    new = np.ones(len(x), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(x), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    return ordered[starts], order[starts], inverse, np.diff(np.r_[starts, len(x)])
+
+
 def distinct_units(unit: np.ndarray, column: np.ndarray, value: np.ndarray, n_units: int) -> Kinds:
     """Group ``n_units`` units by what they contribute, given in long form: unit ``unit[e]``
     adds ``value[e]`` to column ``column[e]`` (repeated (unit, column) entries add up; a unit
@@ -69,7 +84,7 @@ def distinct_units(unit: np.ndarray, column: np.ndarray, value: np.ndarray, n_un
     value = np.asarray(value, dtype=float)
     # Canonical entries: one per (unit, column), summed, zeros dropped, sorted by unit then column.
     width = int(column.max()) + 1 if len(column) else 1
-    keys, where = np.unique(unit * width + column, return_inverse=True)
+    keys, _, where, _ = _unique(unit * width + column)
     sums = np.bincount(where, weights=value, minlength=len(keys))
     keep = sums != 0
     keys, sums = keys[keep], sums[keep]
@@ -81,7 +96,7 @@ def distinct_units(unit: np.ndarray, column: np.ndarray, value: np.ndarray, n_un
     filled = sizes > 0
     if len(entry):
         hashes[filled] = np.add.reduceat(entry, starts[filled])  # wraps modulo 2^64, as a hash should
-    _, group_first, group = np.unique(hashes, return_index=True, return_inverse=True)
+    _, group_first, group, _ = _unique(hashes)
     rep = group_first[group]  # the first unit with the same hash
     # Entry-by-entry check against the representative: equal sizes, then equal (column, value).
     same = sizes == sizes[rep]
@@ -92,8 +107,8 @@ def distinct_units(unit: np.ndarray, column: np.ndarray, value: np.ndarray, n_un
     ok_entry &= (e_col[safe] == e_col) & (sums[safe] == sums)
     same &= np.bincount(e_unit, weights=~ok_entry, minlength=n_units) == 0
     rep = np.where(same, rep, np.arange(n_units))  # a collision: the unit is a kind of its own
-    first, of_unit, counts = np.unique(rep, return_inverse=True, return_counts=True)
-    return Kinds(of_unit.reshape(-1), first, counts)
+    first, _, of_unit, counts = _unique(rep)
+    return Kinds(of_unit, first, counts)
 
 
 def distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
