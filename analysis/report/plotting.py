@@ -17,9 +17,9 @@ import base64
 import functools
 import io
 
-__all__ = ["COLORS", "DPI", "FONT", "LABEL", "PAD", "TICK", "TITLE", "TITLE_PAD", "X_TICKS", "color", "data_uri", "draw",
-           "few_ticks", "intervals", "legend_height", "new_figure", "place", "png", "set_title", "text_height",
-           "text_width", "tick_labels", "tick_width", "wrap"]
+__all__ = ["COLORS", "DPI", "FONT", "LABEL", "PAD", "TICK", "TITLE", "TITLE_PAD", "X_TICKS", "color", "data_uri",
+           "draw", "few_ticks", "intervals", "legend_height", "legend_width", "new_figure", "place", "png", "set_title",
+           "text_height", "text_width", "tick_labels", "tick_width", "wrap"]
 
 DPI = 110
 FONT = 10.0  # points: matplotlib's text, tick label and axis label size
@@ -59,6 +59,18 @@ def legend_height(rows: int, size: float = FONT) -> float:
     """Height in inches of a frameless legend of ``rows`` rows of text at ``size`` points: an
     em a row, half an em between rows, 0.4 em of padding above and below."""
     return PT * size * (rows + 0.5 * (rows - 1) + 0.8) + LEGEND_GAP
+
+
+def legend_width(labels, ncol: int, size: float = FONT) -> float:
+    """Width in inches of a frameless legend of ``labels`` in ``ncol`` columns at ``size``
+    points: each column two ems of handle, 0.8 em to its widest label; two ems between
+    columns, 0.4 em of padding each side (matplotlib's defaults)."""
+    import numpy as np
+
+    # Filled column by column, as matplotlib fills them.
+    columns = [col for col in np.array_split(np.array(labels, dtype=object), ncol) if len(col)]
+    return sum(2.8 * size * PT + max(text_width(t, size) for t in col) for col in columns) \
+        + PT * size * (2.0 * (len(columns) - 1) + 0.8)
 
 
 def wrap(text: str, width: float, size: float = FONT) -> str:

@@ -115,7 +115,8 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     ax.set_ylabel("mean 95% interval width (Elo)")
     ax.minorticks_off()  # a tick between the labelled ones costs as much to draw as a labelled one
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")  # the curves fall to the right, away from it; "best" searched for it on every draw
+    # Top right: the curves fall away from it to the right ("best" searched for a place on every draw).
+    ax.legend(fontsize=8, loc="upper right")
     left = PAD + text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK
     right = PAD + max(map(text_width, tick_labels(ax.xaxis)), default=0.0) / 2  # half the last tick label
     bottom = PAD + X_TICKS + text_height(ax.get_xlabel())
