@@ -92,18 +92,19 @@ def wrap(text: str, width: float, size: float = FONT) -> str:
     return "\n".join(lines)
 
 
-def new_figure(size: tuple[float, float], n: int = 1):
+def new_figure(size: tuple[float, float], n: int = 1, **axes):
     """``(figure, axes)``: a figure of ``size`` inches with ``n`` axes in the report's look (no
-    top or right spine), each to be put in its place with ``place``."""
+    top or right spine), each to be put in its place with ``place``; ``axes`` go to each
+    ``add_axes`` (``xscale="log"``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=size, dpi=DPI)  # the dpi it is saved at: one renderer
     FigureCanvasAgg(fig)
-    axes = [fig.add_axes((0.1, 0.1, 0.8, 0.8)) for _ in range(n)]
-    for ax in axes:
+    made = [fig.add_axes((0.1, 0.1, 0.8, 0.8), **axes) for _ in range(n)]
+    for ax in made:
         ax.spines[["top", "right"]].set_visible(False)
-    return fig, axes
+    return fig, made
 
 
 def place(ax, left: float, bottom: float, width: float, height: float) -> None:
