@@ -239,6 +239,16 @@ def test_newton_rounds_fits_each_round_as_newton_and_flags_where_newton_raises()
             assert not failed[r]
             np.testing.assert_allclose(x[r], alone, rtol=1e-12, atol=1e-12)
         assert failed.tolist() == ([False] * 3 + [True] + [False] * 2 if max_iter == 100 else [True] * 6)
+    # A round whose win probabilities saturate (information 0: newton's solve is singular)
+    # is flagged; the solve of the others goes on.
+    saturated = start.copy()
+    saturated[1] = np.linspace(-1000, 1000, counts.n_models)
+    with np.errstate(over="ignore"):  # exp(2000): the saturation itself
+        x, failed = newton_rounds(HalfTie(), batch, saturated)
+        with pytest.raises(RuntimeError, match="did not converge"):
+            newton(HalfTie(), counts.with_counts(cells[1, :, 0], cells[1, :, 1], cells[1, :, 2]), saturated[1])
+    assert failed.tolist() == [False, True, False, True, False, False]
+    np.testing.assert_allclose(x[0], newton(HalfTie(), counts.with_counts(*cells[0].T), start[0])[0], atol=1e-12)
 
 
 def test_disconnected_models_are_refused():

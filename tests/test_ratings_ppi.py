@@ -20,7 +20,7 @@ from analysis.frames import load_frame
 from analysis.ratings import rate
 from analysis.ratings.bt import fit_counts
 from analysis.ratings.counts import PairCounts
-from analysis.ratings.ppi import PPIData, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
+from analysis.ratings.ppi import PPIData, _inverses, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
 
 REPO = Path(__file__).resolve().parents[1]
 PANDALM = REPO.parent / "shared" / "data" / "pandalm"
@@ -389,3 +389,17 @@ def test_compressed_rows_are_the_kinds_in_order_of_first_sight_however_many_valu
     for f in fields:
         np.testing.assert_array_equal(getattr(kinds, f), values[f][:n + 1])
     np.testing.assert_array_equal(kinds.weight, np.full(n + 1, 2.0))
+
+
+def test_a_singular_information_fails_its_round_only():
+    """Inverting the rounds' information matrices together, a singular one is that round's
+    error (one fit raises numpy's LinAlgError there) and the others are their own inverses."""
+    data = _replicate(np.random.default_rng(8), informative=True)[0].compressed()
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(3, _M, _M))
+    information = x @ x.transpose(0, 2, 1)
+    information[1] = -np.ones((_M, _M))  # lifted by 1 1^T: zero
+    inverses, errors = _inverses(data, information)
+    assert list(errors) == [1] and isinstance(errors[1], np.linalg.LinAlgError)
+    for r in (0, 2):
+        np.testing.assert_allclose(inverses[r], _inverses(data, information[r:r + 1])[0][0], rtol=1e-12)

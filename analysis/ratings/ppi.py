@@ -254,6 +254,7 @@ def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, b
                                  np.zeros(data.n_models))
         except RuntimeError as exc:
             errors[int(r)] = exc
+            theta[r] = np.nan  # no solution (a diverged one could overflow below)
     return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
@@ -330,15 +331,15 @@ def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndar
 
 
 def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
-    """Each round's :func:`_regularised_inverse`; a singular one is that round's error."""
-    counts = _counts(data, np.zeros((1, len(data.pair))), np.zeros(1), np.ones(1), np.ones(1))  # its n_models
+    """Each round's :func:`_regularised_inverse` (``data`` has the n_models it needs); a
+    singular one is that round's error."""
     try:
-        return _regularised_inverse(information, counts, 0.0), {}
+        return _regularised_inverse(information, data, 0.0), {}
     except np.linalg.LinAlgError:
         out, errors = np.full_like(information, np.nan), {}
         for r, matrix in enumerate(information):
             try:
-                out[r] = _regularised_inverse(matrix, counts, 0.0)
+                out[r] = _regularised_inverse(matrix, data, 0.0)
             except np.linalg.LinAlgError as exc:
                 errors[r] = exc
         return out, errors
