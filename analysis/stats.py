@@ -32,6 +32,7 @@ __all__ = [
     "cluster_bootstrap_many",
     "cluster_codes",
     "positions",
+    "string_values",
     "clustered_rate_ci",
     "strength_columns",
     "fit_logit",
@@ -213,6 +214,15 @@ def cluster_codes(groups) -> np.ndarray:
     alone = codes < 0
     codes[alone] = len(uniques) + np.arange(alone.sum())
     return codes
+
+
+def string_values(column: pd.Series) -> np.ndarray:
+    """``column.astype(str).to_numpy()``, an object column of strings as it stands (the judgment
+    table's ids: converting them to Arrow strings and back cost more than what they were for)."""
+    values = column.to_numpy()
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values
+    return column.astype(str).to_numpy()
 
 
 def positions(index: pd.Index, values) -> np.ndarray:

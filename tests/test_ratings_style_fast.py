@@ -1,6 +1,7 @@
 """The vectorised style counter against the plain per-text one (the slow, obvious twin)."""
 
 import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,3 +19,29 @@ def test_fast_style_features_equal_plain_counts(batch):
     plain = np.array([style_counts(t) for t in batch])
     assert fast.shape == plain.shape
     assert (fast == plain).all()
+
+
+ascii_texts = st.lists(st.one_of(st.text(alphabet=st.characters(max_codepoint=127), max_size=30), fragments),
+                       max_size=12).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(texts, ascii_texts), min_size=1, max_size=8), st.lists(st.one_of(texts, ascii_texts),
+                                                                                  min_size=1, max_size=8))
+def test_record_table_responses_counted_off_their_bytes_equal_plain_counts(left, right):
+    # A record table's responses are categoricals over one set of texts; their counts are read
+    # off the Arrow buffer (ASCII tokens by bytes, markdown only where a markup byte occurs).
+    from analysis.ratings.style import add_style_features
+    from analysis.record_table import shared_texts
+
+    n = min(len(left), len(right))
+    a, b = shared_texts(left[:n], right[:n])
+    frame = add_style_features(pd.DataFrame({"response_a": a, "response_b": b}))
+    got_a = frame[[f"style_{f}_a" for f in ("length", "headers", "lists", "bold")]].to_numpy()
+    got_b = frame[[f"style_{f}_b" for f in ("length", "headers", "lists", "bold")]].to_numpy()
+    assert (got_a == np.array([style_counts(t) for t in left[:n]])).all()
+    assert (got_b == np.array([style_counts(t) for t in right[:n]])).all()
+    # One row of many: the texts it uses are taken out of the shared set and counted alone.
+    one = add_style_features(pd.DataFrame({"response_a": a[:1], "response_b": b[:1]}))
+    assert (one[[f"style_{f}_a" for f in ("length", "headers", "lists", "bold")]].to_numpy()[0]
+            == np.array(style_counts(left[0]))).all()

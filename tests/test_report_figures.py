@@ -13,6 +13,7 @@ import pytest
 
 from analysis.report import build_report, write_report
 from analysis.report.figures import DARK, families_figure, length_figure, luminance, position_figure
+from analysis.report.plotting import draw
 from analysis.report.render import render_html, render_markdown
 from core.records import Record, make_pair_id
 
@@ -43,7 +44,7 @@ def report():
 
 
 def _boxes(fig):
-    fig.canvas.draw()
+    draw(fig)  # as the report draws it
     return fig.canvas.get_renderer()
 
 
@@ -158,3 +159,42 @@ def test_the_report_is_rendered_from_its_estimates_not_from_verdict_rows(report,
     assert all(v.rows is None and v.sums is None for r in report.raters for v in r.variants)
     written = write_report(report, tmp_path / "out")
     assert all(written[kind].stat().st_size > 0 for kind in ("json", "md", "html"))
+
+
+@pytest.fixture(scope="module")
+def long_named():
+    """Judges named as they come out of a judging run, every pair judged in both orders (the
+    position figure then has its swapped-order panel beside the first-position one)."""
+    from report_sample import synthetic_records
+
+    names = {"judge-llama": "prometheus-7b-v2.0-strip-reasoning",
+             "judge-qwen": "prometheus-7b-v2.0-strip-reasoning (generate, prometheus-relative)"}
+    records = [Record.from_dict({**r, "judge": names.get(r["judge"], r["judge"])}) for r in synthetic_records(300)]
+    return build_report(records, n_boot=20, rating_bootstrap=20, seed=0, panel=False)
+
+
+def test_the_position_panels_x_labels_do_not_collide_under_long_rater_names(long_named):
+    """The names widen the left margin: the first panel's long x label, centred under a
+    narrower panel, ran into the second panel's."""
+    fig = position_figure(long_named)
+    renderer = _boxes(fig)
+    first, swapped = fig.axes[:2]
+    left, right = (ax.xaxis.label.get_window_extent(renderer) for ax in (first, swapped))
+    assert not left.overlaps(right)
+    page = fig.bbox
+    for box in (left, right, *(ax.title.get_window_extent(renderer) for ax in (first, swapped))):
+        assert page.x0 <= box.x0 and box.x1 <= page.x1  # and every label is on the page
+
+
+def test_every_figure_fits_its_page_under_long_rater_names(long_named):
+    """The margins are worked out from the labels' lengths, not measured on a drawn figure:
+    every title, axis and tick label, legend and point label still lands on the page."""
+    from analysis.report.figures import FIGURES
+
+    drawn = {name: fig for name, build in FIGURES.items() if (fig := build(long_named)) is not None}
+    assert {"position", "length", "families", "ratings", "leaderboards"} <= set(drawn)
+    for name, fig in drawn.items():
+        used, page = fig.get_tightbbox(_boxes(fig)), fig.bbox_inches  # inches
+        slack = 1 / fig.dpi
+        assert page.x0 - slack <= used.x0 and used.x1 <= page.x1 + slack, (name, used, page)
+        assert page.y0 - slack <= used.y0 and used.y1 <= page.y1 + slack, (name, used, page)

@@ -83,7 +83,8 @@ def _design(rows: pd.DataFrame, sd: float) -> tuple[np.ndarray, np.ndarray]:
 
 def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0) -> LengthBias:
     """Length-bias estimates for one rater (see the module docstring)."""
-    decisive = rows[rows["decisive"]]
+    # Only the columns read here are filtered (a judgment table has twenty).
+    decisive = rows[["pair_id", "len_a", "len_b", "first_wins", "model_a", "model_b"]][rows["decisive"].to_numpy(dtype=bool)]
     unequal = decisive[decisive["len_a"] != decisive["len_b"]]
     a_longer = unequal["len_a"] > unequal["len_b"]
     longer_wins = int(((unequal["first_wins"] == 1) == a_longer).sum())

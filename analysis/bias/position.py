@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import clustered_rate_ci, wilson_interval
+from analysis.stats import clustered_rate_ci, string_values, wilson_interval
 
 __all__ = [
     "OrderCheck",
@@ -109,19 +109,10 @@ class PositionBias:
     order: OrderCheck | None = None
 
 
-def _names(column: pd.Series) -> np.ndarray:
-    """``column.astype(str)`` as a numpy array; an object column of strings as it stands (the
-    judgment table's: converting it to Arrow strings and back cost more than the grouping)."""
-    values = column.to_numpy()
-    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
-        return values
-    return column.astype(str).to_numpy()
-
-
 def _model_codes(rows: pd.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray], pd.Index]:
     """Codes of ``model_a`` and ``model_b`` numbered in the names' sorted order (comparing
     codes compares the names), and the names."""
-    a, b = _names(rows["model_a"]), _names(rows["model_b"])
+    a, b = string_values(rows["model_a"]), string_values(rows["model_b"])
     both, models = pd.factorize(np.concatenate([a, b]), sort=True)
     return (both[: len(a)], both[len(a):]), models
 
@@ -149,12 +140,44 @@ def _groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return gid, at
 
 
-def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame:
-    """Per (voter, pair_id), and with ``by_models`` per unordered model pair as well: the
-    flags and counts the estimators need. ``swapped``: both display orders were seen.
+@dataclass(frozen=True)
+class _VoterPairs:
+    """Per (voter, pair_id) group, and with ``by_models`` per unordered model pair as well,
+    numbered in the order their first row comes (``groupby(sort=False)``'s order): the key
+    values (``levels``), the group of each row with all keys (``gid``, rows ``at``), each
+    group's first row, and the flags and counts the estimators need."""
 
-    Grouped with numpy on factorised keys (pandas' groupby with seven aggregations cost
-    a tenth of a second per call, and the report calls this a dozen times per rater)."""
+    names: list[str]
+    levels: list
+    gid: np.ndarray
+    at: np.ndarray
+    first_row: np.ndarray
+    flip_min: np.ndarray
+    flip_max: np.ndarray
+    canon_min: np.ndarray
+    canon_max: np.ndarray
+    n: np.ndarray
+    decisive: np.ndarray
+    first: np.ndarray
+
+    @property
+    def swapped(self) -> np.ndarray:
+        return self.flip_min != self.flip_max
+
+    @property
+    def consistent(self) -> np.ndarray:
+        return self.canon_min == self.canon_max
+
+    @property
+    def verdict(self) -> np.ndarray:
+        """The unanimity rule's verdict: the group's verdict when all its records agree, else a tie."""
+        return np.where(self.consistent, self.canon_min, 0).astype(np.int8)
+
+
+def _voter_pairs(rows: pd.DataFrame, by_models: bool = False) -> _VoterPairs:
+    """The groups of :class:`_VoterPairs`, counted with numpy on factorised keys (pandas'
+    groupby with seven aggregations cost a tenth of a second per call, and the report
+    groups a rater's rows a dozen times)."""
     voter, pair = rows["voter"].to_numpy(), rows["pair_id"].to_numpy()
     keys, names = [voter, pair], ["voter", "pair_id"]
     if by_models:
@@ -183,17 +206,26 @@ def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame
     first = (rows["first_wins"].to_numpy() == 1).astype(np.int8)
     levels = [voter[first_row], pair[first_row]]
     if by_models:
-        levels += [np.asarray(models, dtype=object)[low[first_row]], np.asarray(models, dtype=object)[high[first_row]]]
+        names_of = np.asarray(models, dtype=object)
+        levels += [names_of[low[first_row]], names_of[high[first_row]]]
+    return _VoterPairs(
+        names=names, levels=levels, gid=gid, at=at, first_row=first_row, flip_min=lowest(flip),
+        flip_max=highest(flip), canon_min=lowest(canon), canon_max=highest(canon), n=n.astype(np.int64),
+        # int8 sums, as pandas' groupby sums of these int8 columns were
+        decisive=np.bincount(gid, decisive[at], minlength=len(n)).astype(np.int8),
+        first=np.bincount(gid, first[at], minlength=len(n)).astype(np.int8),
+    )
+
+
+def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False) -> pd.DataFrame:
+    """:func:`_voter_pairs` as a frame indexed by the keys. ``swapped``: both display orders were seen."""
+    g = _voter_pairs(rows, by_models)
     index = pd.MultiIndex.from_arrays([pd.Index(level, dtype=rows[name].dtype if name in rows else "str")
-                                       for level, name in zip(levels, names)], names=names)
-    out = pd.DataFrame({
-        "flip_min": lowest(flip), "flip_max": highest(flip), "canon_min": lowest(canon), "canon_max": highest(canon),
-        "n": n.astype(np.int64), "decisive": np.bincount(gid, decisive[at], minlength=len(n)).astype(np.int8),
-        "first": np.bincount(gid, first[at], minlength=len(n)).astype(np.int8),  # int8 sums, as groupby's were
+                                       for level, name in zip(g.levels, g.names)], names=g.names)
+    return pd.DataFrame({
+        "flip_min": g.flip_min, "flip_max": g.flip_max, "canon_min": g.canon_min, "canon_max": g.canon_max,
+        "n": g.n, "decisive": g.decisive, "first": g.first, "swapped": g.swapped, "consistent": g.consistent,
     }, index=index)
-    out["swapped"] = out["flip_min"] != out["flip_max"]
-    out["consistent"] = out["canon_min"] == out["canon_max"]
-    return out
 
 
 def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> PositionBias:
@@ -244,17 +276,13 @@ def debiased_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
     display orders when both were shown), and becomes a tie otherwise. Columns:
     ``voter, pair_id, canon, n_records, swapped, consistent``.
     """
-    groups = _per_voter_pair(rows)
-    out = pd.DataFrame(
-        {
-            "canon": np.where(groups["consistent"], groups["canon_min"], 0).astype(np.int8),
-            "n_records": groups["n"],
-            "swapped": groups["swapped"],
-            "consistent": groups["consistent"],
-        },
-        index=groups.index,
-    )
-    return out.reset_index()
+    g = _voter_pairs(rows)
+    return _verdict_frame(rows, g, g.verdict, n_records=g.n, swapped=g.swapped, consistent=g.consistent)
+
+
+def _verdict_frame(rows: pd.DataFrame, g: _VoterPairs, canon: np.ndarray, **more) -> pd.DataFrame:
+    return pd.DataFrame({"voter": pd.Series(g.levels[0], dtype=rows["voter"].dtype),
+                         "pair_id": pd.Series(g.levels[1], dtype=rows["pair_id"].dtype), "canon": canon, **more})
 
 
 def calibrated_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
@@ -267,15 +295,19 @@ def calibrated_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
     record lacks ``prob_a`` keep the unanimity rule of :func:`debiased_verdicts`.
     Columns: ``voter, pair_id, canon``.
     """
-    p_first_text = np.where(rows["flip"], 1.0 - rows["prob_a"], rows["prob_a"])
-    frame = pd.DataFrame({"voter": rows["voter"], "pair_id": rows["pair_id"], "p": p_first_text})
-    grouped = frame.groupby(["voter", "pair_id"], sort=False)["p"]
-    mean = grouped.mean()
-    complete = grouped.count() == grouped.size()
-    calibrated = np.sign(mean - 0.5)  # NaN where a record has no prob_a: replaced below
-    fallback = debiased_verdicts(rows).set_index(["voter", "pair_id"])["canon"]
-    canon = calibrated.where(complete, fallback.reindex(calibrated.index))
-    return canon.astype(np.int8).rename("canon").reset_index()
+    g = _voter_pairs(rows)
+    return _verdict_frame(rows, g, _calibrated(rows, g))
+
+
+def _calibrated(rows: pd.DataFrame, g: _VoterPairs) -> np.ndarray:
+    prob = rows["prob_a"].to_numpy(dtype=float)
+    p_first_text = np.where(rows["flip"].to_numpy(dtype=bool), 1.0 - prob, prob)[g.at]
+    # pandas' group mean (compensated sums), as the estimate always used; groups are the rows' own.
+    mean = pd.Series(p_first_text).groupby(g.gid, sort=False).mean().to_numpy()
+    complete = np.bincount(g.gid, ~np.isnan(p_first_text), minlength=len(g.n)) == g.n
+    with np.errstate(invalid="ignore"):
+        calibrated = np.sign(mean - 0.5)  # NaN where a record has no prob_a: replaced below
+    return np.where(complete, calibrated, g.verdict).astype(np.int8)
 
 
 def debiased_rows(rows: pd.DataFrame, calibrate: bool = False) -> pd.DataFrame:
@@ -285,8 +317,10 @@ def debiased_rows(rows: pd.DataFrame, calibrate: bool = False) -> pd.DataFrame:
     judge that always picks the first response would otherwise vote for both). With
     ``calibrate`` the verdict comes from :func:`calibrated_verdicts`.
     """
-    verdicts = (calibrated_verdicts(rows) if calibrate else debiased_verdicts(rows))[["voter", "pair_id", "canon"]]
-    out = rows.drop_duplicates(["voter", "pair_id"]).drop(columns=["canon"]).merge(verdicts, on=["voter", "pair_id"])
+    g = _voter_pairs(rows)
+    # Each group's first row, in the order the groups come (drop_duplicates' rows, in its order).
+    out = rows.iloc[g.first_row].drop(columns=["canon"]).reset_index(drop=True)
+    out["canon"] = _calibrated(rows, g) if calibrate else g.verdict
     out["decisive"] = out["canon"] != 0
     shown_first = np.where(out["flip"], -1, 1)  # canon value meaning "this row's first-shown text won"
     out["first_wins"] = np.where(out["decisive"], (out["canon"] == shown_first).astype(float), np.nan)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.bias.position import debiased_verdicts
-from analysis.stats import cluster_bootstrap_many, positions, wilson_interval
+from analysis.stats import cluster_bootstrap_many, positions, string_values, wilson_interval
 
 __all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
            "human_baseline", "rank_agreement", "spearman_permutation_p"]
@@ -84,11 +84,12 @@ def _name_orientation(rows: pd.DataFrame) -> pd.Series:
     model (kappa's categories are then swapped), else +1."""
     if rows.empty:
         return pd.Series(dtype=float)
-    first = rows.drop_duplicates("pair_id")
-    flip = first["flip"].to_numpy(dtype=bool)
-    a, b = first["model_a"].astype(str).to_numpy(), first["model_b"].astype(str).to_numpy()
+    pair = rows["pair_id"]
+    first = np.flatnonzero(~pair.duplicated().to_numpy())  # each item's first row (drop_duplicates')
+    flip = rows["flip"].to_numpy(dtype=bool)[first]
+    a, b = string_values(rows["model_a"])[first], string_values(rows["model_b"])[first]
     plus, minus = np.where(flip, b, a), np.where(flip, a, b)
-    return pd.Series(np.where(plus > minus, -1, 1), index=first["pair_id"].to_numpy())
+    return pd.Series(np.where(plus > minus, -1, 1), index=pair.to_numpy()[first])
 
 
 def _by_name(counts: np.ndarray, orientation: np.ndarray) -> np.ndarray:
@@ -310,9 +311,10 @@ def rank_agreement(left: pd.DataFrame, right: pd.DataFrame) -> RankAgreement:
 @functools.lru_cache(maxsize=8)
 def _permutations(n: int) -> np.ndarray:
     """Every ordering of ``n`` items, one a row (40,320 rows for eight: built once, not per call)."""
-    from itertools import permutations
+    from itertools import chain, permutations
+    from math import factorial
 
-    out = np.array(list(permutations(range(n))))
+    out = np.fromiter(chain.from_iterable(permutations(range(n))), dtype=np.intp, count=n * factorial(n)).reshape(-1, n)
     out.flags.writeable = False
     return out
 

@@ -105,7 +105,7 @@ def judge_variants(
         board = leaderboard_agreement(table, reference_ratings) if reference_ratings is not None else None
         return agree, board, note, table, verdicts, each, sums
 
-    one_order = not rows.groupby("pair_id")["flip"].nunique().gt(1).any()
+    one_order = not _both_orders_seen(rows)
     same = "every pair was judged in one order only, so this is the records as given" if one_order else None
     out = [Variant("as_given", *scored(rows, ratings, True))]
     debiased = debiased_rows(rows)
@@ -127,6 +127,15 @@ def judge_variants(
         out = [dc_replace(v, leaderboard=None, note="; ".join(filter(None, [v.note, "no reference ratings"])))
                for v in out]
     return tuple(out)
+
+
+def _both_orders_seen(rows: pd.DataFrame) -> bool:
+    """Was some pair judged in both display orders? (a pair's ``flip`` takes both values)"""
+    pair, _ = pd.factorize(rows["pair_id"])
+    known = pair >= 0
+    pair, flip = pair[known], rows["flip"].to_numpy(dtype=bool)[known]
+    shown = np.bincount(pair, flip)
+    return bool(((shown > 0) & (shown < np.bincount(pair))).any())
 
 
 def _beats(diffs: np.ndarray, higher: bool) -> bool:

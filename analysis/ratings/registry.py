@@ -314,11 +314,13 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
         raise ValueError("bt-style needs the response_a and response_b texts of every battle")
     frame = frame.reset_index(drop=True)
     covariates = frame_covariates(frame)  # from the frame's style columns where it has them
-    groups = pair_groups(frame)
+    # The pair clusters coded once: the fit, the support counts and the bootstrap share them
+    # (coding the pair ids again is the same clusters, at a factorisation of strings each time).
+    codes = _pair_codes(frame)
+    groups = codes
     fit = fit_style_bt(frame, covariates, reg=reg, groups=groups)
     m = len(fit.theta)
     point = np.r_[CENTRE + ELO_SCALE * fit.theta.to_numpy(), fit.coef.to_numpy()]
-    codes = _pair_codes(frame)
     clusters = np.arange(len(frame)) if codes is None else codes
     clustering = _clustering(_n_pairs(codes))
     ridge = f"ridge reg={reg:g} as FastChat's contextual BT" if reg else "no ridge"

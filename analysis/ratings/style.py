@@ -175,15 +175,87 @@ def _counts(distinct: list[str]) -> np.ndarray:
 def _pair_features(response_a, response_b) -> tuple[np.ndarray, np.ndarray]:
     texts_a, texts_b = _as_texts(response_a), _as_texts(response_b)
     if _shared_categories(texts_a, texts_b):
-        # A record table's responses share one set of texts: the codes say which are the same,
-        # and the used ones are counted (concatenating the categoricals hashed every text again).
+        # A record table's responses share one set of texts: the codes say which are the same
+        # (concatenating the two categoricals hashed every text again).
         codes = np.concatenate([texts_a.cat.codes.to_numpy(), texts_b.cat.codes.to_numpy()])
-        used, inverse = np.unique(codes, return_inverse=True)
-        both = _counts(texts_a.cat.categories[used].tolist())[inverse.reshape(-1)]
+        texts = texts_a.cat.categories
+        seen = np.zeros(len(texts), dtype=bool)
+        seen[codes] = True
+        if 2 * seen.sum() >= len(texts):  # most texts are used: counting the rest costs less than taking the used ones
+            both = _category_counts(texts)[codes]
+        else:
+            used = np.flatnonzero(seen)
+            at = np.zeros(len(texts), dtype=np.int64)
+            at[used] = np.arange(len(used))
+            both = _category_counts(texts[used])[at[codes]]
     else:
         # One pass over both columns: a pair shown in both orders has each text on both sides.
         both = _features(pd.concat([texts_a, texts_b], ignore_index=True))
     return both[: len(texts_a)], both[len(texts_a) :]
+
+
+def _category_counts(texts: pd.Index) -> np.ndarray:
+    """:func:`_counts` of an index of texts, read off its Arrow buffer where it has one."""
+    import pyarrow as pa
+
+    if not (isinstance(texts.dtype, pd.StringDtype) and texts.dtype.storage == "pyarrow") or texts.hasnans:
+        return _counts(texts.tolist())
+    array = pa.array(texts.array)
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    return _buffer_counts(array)
+
+
+# Bytes a line break or markdown starts with: a text holding none of them is one line with no
+# header, bold span or code block, so only its start can be a list item. In UTF-8 none of
+# them occurs inside another character's bytes.
+_MARKUP = bytes(int(chr(b) in "\n#*_`") for b in range(256))
+# Byte -> character class for ASCII bytes, as bytes.translate takes it (twice as fast as a numpy gather).
+_CLASS_BYTES = bytes(_ASCII_CLASSES.tolist()) + bytes(128)
+
+
+def _buffer_counts(array) -> np.ndarray:
+    """:func:`_counts` of an Arrow string array without nulls, read from its UTF-8 bytes: tokens
+    counted on them when every text is ASCII (a byte is then a character), and markdown looked
+    for only in texts holding a byte of :data:`_MARKUP` (the others are a list-item match)."""
+    n = len(array)
+    if n == 0:
+        return np.zeros((0, len(STYLE_FEATURES)))
+    width = np.int64 if array.type == "large_string" else np.int32
+    offsets = np.frombuffer(array.buffers()[1], dtype=width)[array.offset: array.offset + n + 1].astype(np.int64)
+    buffer = array.buffers()[2]
+    data = memoryview(buffer) if buffer is not None else memoryview(b"")
+    tokens, markup = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    ascii_ = True
+    begin = 0
+    while begin < n:
+        # Batches of about _BATCH_CHARS bytes bound the per-byte arrays' memory.
+        end = int(np.searchsorted(offsets, offsets[begin] + _BATCH_CHARS, side="right")) - 1
+        end = min(n, max(end, begin + 1))
+        chunk = data[offsets[begin]: offsets[end]].tobytes()  # one batch's bytes copied, not the whole buffer
+        starts = offsets[begin:end] - offsets[begin]
+        filled = np.flatnonzero(offsets[begin + 1: end + 1] > offsets[begin:end])
+        if len(filled):
+            marks = np.frombuffer(chunk.translate(_MARKUP), dtype=bool)
+            markup[begin + filled] = np.logical_or.reduceat(marks, starts[filled])
+            ascii_ = ascii_ and chunk.isascii()
+        if ascii_ and len(filled):
+            # As _token_counts_batch: a token per run of word characters and per other character.
+            classes = np.frombuffer(chunk.translate(_CLASS_BYTES), dtype=np.uint8)
+            word = classes == _WORD
+            starts_token = classes == _OTHER
+            starts_token[1:] |= word[1:] & ~word[:-1]
+            starts_token[starts[filled]] |= word[starts[filled]]  # no run crosses two texts
+            tokens[begin + filled] = np.add.reduceat(starts_token, starts[filled], dtype=np.int64)
+        begin = end
+    texts = array.to_pylist()
+    counts = np.zeros((n, len(STYLE_FEATURES)))
+    counts[:, 0] = tokens if ascii_ else _token_counts(texts)
+    match = _LIST.match
+    plain = np.flatnonzero(~markup)
+    counts[plain, 2] = [match(texts[k]) is not None for k in plain]
+    for k in np.flatnonzero(markup):
+        counts[k, 1:] = _markdown_counts(texts[k])
+    return counts
 
 
 def _shared_categories(a: pd.Series, b: pd.Series) -> bool:

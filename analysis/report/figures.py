@@ -4,17 +4,25 @@ Each figure is built by its own function returning the matplotlib figure, so its
 can be checked (no legend over a label, readable text on every cell); ``figures`` draws
 each one once, into PNG bytes. They are drawn from the report's estimates (a handful of
 numbers per rater and model), never from records, so drawing takes as long for a million
-records as for a hundred. Layouts are "constrained": matplotlib makes room for tick labels,
-legends and titles, however long the raters' names are.
+records as for a hundred.
+
+Each function plots first, then lays the figure out: its margins worked out from the lengths
+of its own labels (``plotting.text_width``), its panels placed in inches. Long rater names
+widen the margin they sit in; a panel beside another is never narrower than ``MIN_PANEL``
+(the figure widens instead) and its axis label is wrapped to its width.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from analysis.report.build import BiasReport
 from analysis.report.leaderboard_figure import leaderboard_figure
-from analysis.report.plotting import color as _color, errbar as _errbar, new_figure, png
+from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
+                                      intervals, legend_height, legend_width, new_figure, place, png, set_title,
+                                      text_height, text_width, tick_width, wrap)
 from analysis.report.worth import worth_figure
 
 __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
@@ -22,11 +30,38 @@ __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ra
 MIN_BIN = 10  # fewest verdicts for a point of the length-bias curve
 # Cell text on the family heatmap: white on cells darker than this relative luminance,
 DARK = 0.179  # where black and white text have equal contrast (WCAG), both at least 4.5:1
+MIN_PANEL = 3.2  # inches: the narrowest a panel beside another is drawn
+GAP = 0.45  # inches between two panels: room for the tick labels that overhang their ends
+PARTS = ("consistent", "primacy (first twice)", "recency (second twice)", "other inconsistent")
+PART_COLORS = ("#4c956c", "#d1495b", "#edae49", "#bbbbbb")
 
 
 def swapped_seen(report: BiasReport) -> bool:
     """Whether any rater saw a pair in both orders (else the swapped-order panel is left out)."""
     return any(r.position.n_swapped_pairs for r in report.raters)
+
+
+def _below(legend_rows: int, xlabels) -> float:
+    """Inches from the figure's bottom edge to panels whose x axes are labelled ``xlabels``,
+    with a legend of ``legend_rows`` rows (8 points) under them."""
+    return PAD + (legend_height(legend_rows, 8) if legend_rows else 0.0) + X_TICKS + max(map(text_height, xlabels))
+
+
+def _legend_columns(labels, width: float) -> int:
+    """Two columns for a legend of ``labels`` (8 points) if they fit across a figure ``width``
+    inches wide, else one: long rater names in two columns ran past the figure's edge."""
+    return 2 if legend_width(labels, 2, 8) <= width - 2 * PAD else 1
+
+
+def _legend_below(ax, centre: float, ncol: int) -> None:
+    """``ax``'s legend (8 points, no frame) on the figure's bottom margin, under the axis
+    labels, over nothing that is plotted: centred ``centre`` inches from the figure's left
+    edge, or as near as it fits on the page."""
+    fig = ax.get_figure()
+    half = legend_width(ax.get_legend_handles_labels()[1], ncol, 8) / 2
+    centre = min(max(centre, PAD + half), fig.get_figwidth() - PAD - half)
+    ax.legend(loc="lower center", bbox_to_anchor=(centre / fig.get_figwidth(), PAD / fig.get_figheight()),
+              bbox_transform=fig.transFigure, borderaxespad=0, fontsize=8, frameon=False, ncol=ncol)
 
 
 def position_figure(report: BiasReport):
@@ -35,43 +70,50 @@ def position_figure(report: BiasReport):
     raters = report.raters
     names = [r.rater for r in raters]
     swapped = swapped_seen(report)
-    height = 0.55 * len(raters) + (2.4 if swapped else 1.8)
-    if swapped:
-        fig, (ax1, ax2) = new_figure((11, height), 1, 2)
-    else:
-        fig, ax1 = new_figure((6.5, height))
-    for i, r in enumerate(raters):
-        if not r.panel_members:  # the panel's verdict never saw a display order
-            _errbar(ax1, i, r.position.first_rate, r.position.first_rate_ci, _color(i))
+    n_panels = 2 if swapped else 1
+    height = 0.55 * len(raters) + 0.8
+    fig, axes = new_figure((11.0, height), n_panels)
+    ax1 = axes[0]
+    # The panel's verdict never saw a display order: no point on its row.
+    intervals(ax1, [(i, None if r.panel_members else r.position.first_rate, r.position.first_rate_ci, _color(i))
+                    for i, r in enumerate(raters)])
     ax1.axvline(0.5, color="grey", ls="--", lw=1)
-    ax1.set_yticks(range(len(names)), names)
-    ax1.set_ylim(len(names) - 0.5, -0.5)
-    ax1.set_xlabel("P(first-shown response wins | decisive), 95% CI clustered by pair")
-    ax1.set_title("First-position win rate")
-    if not swapped:
-        return fig
-    parts = ("consistent", "primacy (first twice)", "recency (second twice)", "other inconsistent")
-    colors = ("#4c956c", "#d1495b", "#edae49", "#bbbbbb")
-    labelled = False
-    for i, r in enumerate(raters):
-        p = r.position
-        left = 0.0
-        if not p.n_swapped_pairs:
-            ax2.text(0.01, i, "no pairs seen in both orders", va="center", color="grey")
-            continue
-        for part, count, col in zip(parts, (p.n_consistent, p.n_first_biased, p.n_second_biased, p.n_other_inconsistent), colors):
-            share = count / p.n_swapped_pairs
-            ax2.barh(i, share, left=left, color=col, label=None if labelled else part)
-            left += share
-        labelled = True
-        ax2.text(1.01, i, f"n={p.n_swapped_pairs}", va="center", fontsize=8)
-    ax2.set_yticks(range(len(names)), [""] * len(names))  # same rows as the left panel
-    ax2.set_ylim(len(names) - 0.5, -0.5)
-    ax2.set_xlim(0, 1)
-    ax2.set_xlabel("share of pairs seen in both orders")
-    ax2.set_title("Swapped-order outcome\n(Zheng et al. 2023, Table 2)")  # two lines: it outran narrow panels
-    if labelled:
-        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=8, frameon=False)
+    few_ticks(ax1.xaxis)
+    counts = []
+    if swapped:
+        ax2 = axes[1]
+        for i, r in enumerate(raters):
+            p = r.position
+            if not p.n_swapped_pairs:
+                ax2.text(0.01, i, "no pairs seen in both orders", va="center", color="grey")
+                continue
+            parts = (p.n_consistent, p.n_first_biased, p.n_second_biased, p.n_other_inconsistent)
+            shares = np.array(parts) / p.n_swapped_pairs
+            ax2.barh(i, shares, left=np.cumsum(shares) - shares, color=PART_COLORS, label=None if counts else PARTS)
+            counts.append(f"n={p.n_swapped_pairs}")
+            ax2.text(1.01, i, counts[-1], va="center", fontsize=8)
+        ax2.set_xlim(0, 1)
+    for k, ax in enumerate(axes):
+        ax.set_yticks(range(len(names)), names if k == 0 else [""] * len(names))  # the same rows side by side
+        ax.set_ylim(len(names) - 0.5, -0.5)
+
+    left = PAD + max(map(text_width, names)) + TICK
+    right = PAD + (0.05 + max(text_width(c, 8) for c in counts) if counts else 0.2)
+    width = max(11.0 if swapped else 6.5, left + n_panels * MIN_PANEL + (n_panels - 1) * GAP + right)
+    panel = (width - left - right - (n_panels - 1) * GAP) / n_panels
+    # Each axis label wrapped to its panel: a long one, centred under a panel narrowed by long
+    # names, ran into the next panel's.
+    xlabels = [wrap("P(first-shown response wins | decisive), 95% CI clustered by pair", panel),
+               wrap("share of pairs seen in both orders", panel)][:n_panels]
+    titles = ["First-position win rate", "Swapped-order outcome\n(Zheng et al. 2023, Table 2)"][:n_panels]
+    bottom = _below(2 if counts else 0, xlabels)
+    fig.set_size_inches(width, bottom + height + PAD + text_height(titles[-1], TITLE) + TITLE_PAD)
+    for k, (ax, xlabel, title) in enumerate(zip(axes, xlabels, titles)):
+        ax.set_xlabel(xlabel)
+        set_title(ax, title)
+        place(ax, left + k * (panel + GAP), bottom, panel, height)
+    if counts:
+        _legend_below(axes[1], left + 1.5 * panel + GAP, 2)
     return fig
 
 
@@ -79,7 +121,9 @@ def length_figure(report: BiasReport):
     """Longer-wins curve by relative length difference, and the model coefficient."""
     raters = report.raters
     names = [r.rater for r in raters]
-    fig, (ax1, ax2) = new_figure((11, 3.8 + 0.2 * len(raters)), 1, 2)
+    height = 2.3 + 0.2 * len(raters)
+    fig, (ax1, ax2) = new_figure((11.0, height), 2)
+    curves = 0
     for i, r in enumerate(raters):
         # A bin with a handful of verdicts is all interval and no estimate: left off the plot.
         bins = [b for b in r.length_curve if b.n >= MIN_BIN]
@@ -89,28 +133,44 @@ def length_figure(report: BiasReport):
         ys = [b.longer_rate for b in bins]
         err = [[max(0.0, b.longer_rate - b.ci[0]) for b in bins], [max(0.0, b.ci[1] - b.longer_rate) for b in bins]]
         ax1.errorbar(xs, ys, yerr=err, fmt="-o", color=_color(i), capsize=3, label=r.rater, ms=4)
+        curves += 1
     ax1.axhline(0.5, color="grey", ls="--", lw=1)
     ax1.set_xlim(0, 1)
-    ax1.set_xlabel("|len A - len B| / (len A + len B)")
+    few_ticks(ax1.yaxis)
+    few_ticks(ax2.xaxis, n=8)  # coefficients are read off it to a tenth
     ax1.set_ylabel("P(longer response wins)")
-    ax1.set_title("Longer-wins rate by length gap (95% CI)")
-    if ax1.get_legend_handles_labels()[0]:
-        # Below the curves, not inside: inside it covered points, and beside it the next panel's labels.
-        ax1.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    else:  # an empty panel would say nothing: it says why, above the no-bias line, not struck through by it
+    if not curves:  # an empty panel would say nothing: it says why, above the no-bias line, not struck through by it
         ax1.set_ylim(0, 1)
         ax1.text(0.5, 0.75, f"no length-gap bin has\n{MIN_BIN} or more decisive verdicts yet", ha="center",
                  va="center", color="grey", transform=ax1.transAxes)
+    intervals(ax2, [(i, r.length.coef, r.length.coef_ci, _color(i)) for i, r in enumerate(raters)])
     for i, r in enumerate(raters):
-        _errbar(ax2, i, r.length.coef, r.length.coef_ci, _color(i))
         if r.length.coef is None:
             ax2.text(0.02, i, "not fitted (see the note below)", va="center", color="grey", fontsize=8,
                      transform=ax2.get_yaxis_transform())
     ax2.axvline(0, color="grey", ls="--", lw=1)
     ax2.set_yticks(range(len(names)), names)
     ax2.set_ylim(len(names) - 0.5, -0.5)
-    ax2.set_xlabel(f"log-odds per SD of length difference ({report.length_sd:.0f} chars)")
-    ax2.set_title("Length coefficient,\nmodel strength held fixed")  # two lines: it outran narrow panels
+
+    # The left margin holds the first panel's axis and tick labels, the gap between the panels the rater names.
+    left = PAD + text_height(ax1.get_ylabel()) + LABEL + tick_width(ax1.yaxis) + TICK
+    names_width = max(map(text_width, names)) + TICK
+    right = PAD + 0.2  # half the last tick label
+    width = max(11.0, left + 2 * MIN_PANEL + names_width + GAP + right)
+    panel = (width - left - names_width - GAP - right) / 2
+    xlabels = (wrap("|len A - len B| / (len A + len B)", panel),
+               wrap(f"log-odds per SD of length difference ({report.length_sd:.0f} chars)", panel))
+    titles = ("Longer-wins rate by length gap (95% CI)", "Length coefficient,\nmodel strength held fixed")
+    ncol = _legend_columns(ax1.get_legend_handles_labels()[1], width)
+    bottom = _below(math.ceil(curves / ncol), xlabels)
+    fig.set_size_inches(width, bottom + height + PAD + text_height(titles[1], TITLE) + TITLE_PAD)
+    for ax, x, xlabel, title in zip((ax1, ax2), (left, left + panel + GAP + names_width), xlabels, titles):
+        ax.set_xlabel(xlabel)
+        set_title(ax, title)
+        place(ax, x, bottom, panel, height)
+    if curves:
+        # Below the curves, not inside: inside it covered points, and beside it the next panel's labels.
+        _legend_below(ax1, left + panel / 2, ncol)
     return fig
 
 
@@ -129,27 +189,47 @@ def families_figure(report: BiasReport):
         return None
     from matplotlib.patches import Rectangle
 
-    # At least as wide as the title's longer line: a wider title ran past the figure's edge.
-    fig, ax = new_figure((max(1.1 * matrix.shape[1] + 3, 5.4), 0.5 * len(names) + 1.8))
+    columns = [str(c) for c in matrix.columns]
+    fig, (ax,) = new_figure((7.0, 3.0))
     values = matrix.to_numpy(dtype=float)
     im = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0.2, vmax=0.8, aspect="auto")
-    counts = report.family_counts.reindex(index=names, columns=matrix.columns).fillna(0)
+    counts = report.family_counts.reindex(index=names, columns=matrix.columns).fillna(0).to_numpy()
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             if np.isfinite(values[i, j]):
                 cell = im.cmap(im.norm(values[i, j]))
                 ink = "white" if luminance(cell) < DARK else "black"  # black on dark red/blue was unreadable
-                ax.text(j, i, f"{values[i, j]:.2f}\nn={int(counts.iloc[i, j])}", ha="center", va="center",
-                        fontsize=7, color=ink)
+                ax.text(j, i, f"{values[i, j]:.2f}\nn={int(counts[i, j])}", ha="center", va="center", fontsize=7,
+                        color=ink)
         fam = raters[i].family
         if fam in matrix.columns:
             j = list(matrix.columns).index(fam)
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.5, color="black"))
-    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
+    ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
     ax.set_yticks(range(len(names)), names)
+
+    title = "Win rate of each family's responses\n(decisive, cross-family); box = rater's own family"
+    cos, sin = math.cos(math.radians(30)), math.sin(math.radians(30))
+    # Family names turned 30 degrees, their right ends at their ticks: how far below the
+    # heatmap they reach, and how far left of the first column's centre.
+    below = max(text_width(c) * sin + text_height(c) * cos for c in columns)
+    first = text_width(columns[0]) * cos + text_height(columns[0]) * sin
+    cell_w, cell_h = 1.4, 0.65
+    left = PAD + max(max(map(text_width, names)) + TICK, first - cell_w / 2)
+    bar = (0.15, 0.18)  # the colour bar's gap and width
+    right = sum(bar) + TICK + text_width("0.8") + PAD
+    # At least as wide as the title's longer line: a wider title ran past the figure's edge.
+    width = max(left + cell_w * len(columns) + right, text_width(title, TITLE) + 2 * PAD)
+    bottom = PAD + below + TICK
+    height = cell_h * len(names)
+    fig.set_size_inches(width, bottom + height + TITLE_PAD + text_height(title, TITLE) + PAD)
+    heat = width - left - right
+    place(ax, left, bottom, heat, height)
     # Over the figure, not the axes: long rater names leave the axes narrower than the title.
-    fig.suptitle("Win rate of each family's responses\n(decisive, cross-family); box = rater's own family")
-    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.suptitle(title, y=1 - PAD / fig.get_figheight(), va="top", fontsize=TITLE)
+    cax = fig.add_axes((0, 0, 1, 1))
+    place(cax, left + heat + bar[0], bottom, bar[1], height)
+    fig.colorbar(im, cax=cax)
     return fig
 
 
@@ -161,19 +241,30 @@ def ratings_figure(report: BiasReport):
     models = sorted(set().union(*(set(r.ratings.bt["model"]) for _, r in rated)))
     order = rated[0][1].ratings.bt.set_index("model")["rating"].reindex(models).sort_values(ascending=False).index
     row_of = {m: k for k, m in enumerate(order)}
-    fig, ax = new_figure((8, 0.45 * len(models) * max(1, len(rated) / 2) + 1.5))
+    height = 0.45 * len(models) * max(1, len(rated) / 2) + 0.6
+    fig, (ax,) = new_figure((8.0, height))
     step = 0.8 / max(1, len(rated))
     for k, (i, r) in enumerate(rated):
         bt = r.ratings.bt
-        y = bt["model"].map(row_of) + (k - (len(rated) - 1) / 2) * step
+        rating, lower, upper = (bt[c].to_numpy(dtype=float) for c in ("rating", "lower", "upper"))
+        y = np.array([row_of[m] for m in bt["model"]]) + (k - (len(rated) - 1) / 2) * step
         # One call per rater, not per point: each errorbar call builds its own artists.
-        ax.errorbar(bt["rating"], y, xerr=[(bt["rating"] - bt["lower"]).clip(lower=0), (bt["upper"] - bt["rating"]).clip(lower=0)],
-                    fmt="o", color=_color(i), capsize=3, label=r.rater, ms=4)
+        ax.errorbar(rating, y, xerr=[np.clip(rating - lower, 0, None), np.clip(upper - rating, 0, None)], fmt="o",
+                    color=_color(i), capsize=3, label=r.rater, ms=4)
     ax.set_yticks(range(len(order)), order)
-    ax.invert_yaxis()
-    ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% bootstrap CI")
-    ax.set_title("Ratings from each rater's votes")
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    few_ticks(ax.xaxis, n=8)  # a wide axis, intervals a few points wide
     ax.legend(fontsize=8, frameon=False, loc="lower right")
+
+    title = "Ratings from each rater's votes"
+    left = PAD + max(text_width(str(m)) for m in order) + TICK
+    right = PAD + 0.25  # half the last tick label
+    width = max(8.0, left + MIN_PANEL + right)
+    ax.set_xlabel(wrap("Bradley-Terry rating (Elo scale), 95% bootstrap CI", width - left - right))
+    bottom = _below(0, [ax.get_xlabel()])
+    fig.set_size_inches(width, bottom + height + PAD + text_height(title, TITLE) + TITLE_PAD)
+    set_title(ax, title)
+    place(ax, left, bottom, width - left - right, height)
     return fig
 
 

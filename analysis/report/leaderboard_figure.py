@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 from analysis.report.build import BiasReport
-from analysis.report.plotting import color as _color, new_figure
+from analysis.report.plotting import (LABEL, PAD, TICK, TITLE_PAD, X_TICKS, color as _color, few_ticks, new_figure,
+                                      place, set_title, text_height, text_width, tick_width)
 
 __all__ = ["leaderboard_figure"]
 
+CELL = (4.2, 4.0)  # inches: each judge's panel with its labels
 LABEL_SIZE = 7  # points
 GAP = 3  # points between a point and its label
 # Where a label may go around its point, in order of preference: right or left of it, above or below.
@@ -16,14 +20,18 @@ PLACES = ((GAP, GAP, "left", "bottom"), (-GAP, GAP, "right", "bottom"), (GAP, -G
           (-GAP, -GAP, "right", "top"))
 
 
-def _label_places(points: list[tuple[float, float]], sizes: list[tuple[float, float]]) -> list[tuple]:
-    """A place from ``PLACES`` for each point's label (points and label sizes in points on the
-    page): the first whose box overlaps no label placed before it and no other point. Two
-    models with close ratings get their labels on opposite sides, not on each other."""
+def _label_places(points: list[tuple[float, float]], sizes: list[tuple[float, float]],
+                  bounds: tuple[float, float, float, float]) -> list[tuple]:
+    """A place from ``PLACES`` for each point's label (points, label sizes and the panel's
+    ``bounds`` in points on the page): the first that stays inside the panel and whose box
+    overlaps no label placed before it and no other point. Two models with close ratings get
+    their labels on opposite sides, not on each other; the top model's label stays off the
+    next panel."""
     placed, out = [], []
     for k, ((x, y), (w, h)) in enumerate(zip(points, sizes)):
         marks = [(px - GAP, py - GAP, px + GAP, py + GAP) for j, (px, py) in enumerate(points) if j != k]
-        free = (p for p in PLACES if not any(_overlap(_box(x, y, w, h, p), other) for other in placed + marks))
+        free = (p for p in PLACES if _inside(_box(x, y, w, h, p), bounds)
+                and not any(_overlap(_box(x, y, w, h, p), other) for other in placed + marks))
         choice = next(free, PLACES[0])
         placed.append(_box(x, y, w, h, choice))
         out.append(choice)
@@ -41,26 +49,31 @@ def _overlap(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+def _inside(a, b) -> bool:
+    return b[0] <= a[0] and a[2] <= b[2] and b[1] <= a[1] and a[3] <= b[3]
+
+
+def _spread(both, side: str):
+    """A side's ratings and how far their intervals reach below and above them."""
+    rating, lower, upper = (both[f"{c}_{side}"].to_numpy(dtype=float) for c in ("rating", "lower", "upper"))
+    return rating, [np.clip(rating - lower, 0, None), np.clip(upper - rating, 0, None)]
+
+
 def leaderboard_figure(report: BiasReport):
     """One panel per judge with a reference leaderboard; None if no judge has one."""
     judges = [r for r in report.raters if r.leaderboard is not None and r.ratings.bt is not None
               and r.reference is not None and report.rater(r.reference).ratings.bt is not None]
     if not judges:
         return None
-    from matplotlib.font_manager import FontProperties
-
     cols = min(3, len(judges))
     rows = (len(judges) + cols - 1) // cols
-    fig, axes = new_figure((4.2 * cols, 4.0 * rows), rows, cols, squeeze=False)
-    renderer = fig.canvas.get_renderer()
-    font = FontProperties(size=LABEL_SIZE)
+    fig, axes = new_figure((CELL[0] * cols, CELL[1] * rows), len(judges))
+    panels = []
     for k, r in enumerate(judges):
-        ax = axes[k // cols][k % cols]
+        ax = axes[k]
         both = r.ratings.bt.merge(report.rater(r.reference).ratings.bt, on="model", suffixes=("_j", "_r"))
-        ax.errorbar(both["rating_r"], both["rating_j"],
-                    xerr=[(both["rating_r"] - both["lower_r"]).clip(lower=0), (both["upper_r"] - both["rating_r"]).clip(lower=0)],
-                    yerr=[(both["rating_j"] - both["lower_j"]).clip(lower=0), (both["upper_j"] - both["rating_j"]).clip(lower=0)],
-                    fmt="o", color=_color(k + 1), capsize=3, ms=4)
+        (x, xerr), (y, yerr) = _spread(both, "r"), _spread(both, "j")
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color=_color(k + 1), capsize=3, ms=4)
         lo = min(both["lower_r"].min(), both["lower_j"].min())
         hi = max(both["upper_r"].max(), both["upper_j"].max())
         ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
@@ -68,24 +81,29 @@ def leaderboard_figure(report: BiasReport):
         pad = 0.05 * (hi - lo)
         ax.set_xlim(lo - pad, hi + pad)
         ax.set_ylim(lo - pad, hi + pad)
-        # The axes' size before the constrained layout grows it: points then lie no farther
-        # apart than on the page, so labels placed apart here stay apart.
-        box = ax.get_position()
-        per_x = box.width * fig.get_figwidth() * 72 / (hi - lo + 2 * pad)
-        per_y = box.height * fig.get_figheight() * 72 / (hi - lo + 2 * pad)
-        points = [(x * per_x, y * per_y) for x, y in zip(both["rating_r"], both["rating_j"])]
-        sizes = [renderer.get_text_width_height_descent(m, font, ismath=False)[:2] for m in both["model"]]
-        sizes = [(w * 72 / fig.dpi + 1, h * 72 / fig.dpi + 1) for w, h in sizes]
-        for row, (dx, dy, ha, va) in zip(both.itertuples(), _label_places(points, sizes)):
-            # annotation_clip=False: every point is inside the axes, and asking costs more than drawing the label.
-            ax.annotate(row.model, (row.rating_r, row.rating_j), fontsize=LABEL_SIZE, xytext=(dx, dy),
-                        textcoords="offset points", ha=ha, va=va, annotation_clip=False)
+        few_ticks(ax.xaxis, ax.yaxis)
         lb = r.leaderboard
         sub = "" if lb.brier is None else f"Brier {lb.brier:.3f}, separability {lb.separability:.2f}"
-        ax.set_title(f"{textwrap.fill(r.rater, 40, break_on_hyphens=False)}\n{sub}", fontsize=9)
+        set_title(ax, f"{textwrap.fill(r.rater, 40, break_on_hyphens=False)}\n{sub}", 9)
         # Wrapped: a judge named with its settings ("... (generate, prometheus-relative)") ran into the next panel.
         ax.set_xlabel(textwrap.fill(f"{r.reference} rating (BT, 95% CI)", 40, break_on_hyphens=False))
         ax.set_ylabel(textwrap.fill(f"{r.rater} rating (BT, 95% CI)", 40, break_on_hyphens=False))
-    for k in range(len(judges), rows * cols):
-        axes[k // cols][k % cols].axis("off")
+        panels.append((ax, both, lo - pad, hi + pad))
+    # One set of margins for every panel (the widest each needs), so the panels line up.
+    left = PAD + max(text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK for ax in axes)
+    bottom = PAD + max(X_TICKS + text_height(ax.get_xlabel()) for ax in axes)
+    top = PAD + max(text_height(ax.get_title(), 9) for ax in axes) + TITLE_PAD
+    right = PAD + 0.25  # half the last tick label
+    width, height = CELL[0] - left - right, CELL[1] - bottom - top
+    for k, (ax, both, lo, hi) in enumerate(panels):
+        row, col = divmod(k, cols)
+        place(ax, col * CELL[0] + left, (rows - 1 - row) * CELL[1] + bottom, width, height)
+        per_x, per_y = width * 72 / (hi - lo), height * 72 / (hi - lo)  # points per rating point
+        points = [((x - lo) * per_x, (y - lo) * per_y) for x, y in zip(both["rating_r"], both["rating_j"])]
+        sizes = [(72 * text_width(m, LABEL_SIZE) + 1, 72 * text_height(m, LABEL_SIZE) + 1) for m in both["model"]]
+        places = _label_places(points, sizes, (0, 0, width * 72, height * 72))
+        for model, x, y, (dx, dy, ha, va) in zip(both["model"], both["rating_r"], both["rating_j"], places):
+            # annotation_clip=False: every point is inside the axes, and asking costs more than drawing the label.
+            ax.annotate(model, (x, y), fontsize=LABEL_SIZE, xytext=(dx, dy),
+                        textcoords="offset points", ha=ha, va=va, annotation_clip=False)
     return fig

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from analysis.judging.worth import JudgeWorth
 from analysis.report.formatting import fmt as _fmt, num as _num
-from analysis.report.plotting import color, new_figure
+from analysis.report.plotting import (LABEL, PAD, TICK, X_TICKS, color, new_figure, place, text_height, text_width,
+                                      tick_labels, tick_width)
 
 __all__ = ["worth_context", "worth_figure", "worth_json"]
 
@@ -91,7 +92,7 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     """Mean 95% interval width against human votes: people alone vs people plus each judge. None without a curve."""
     if not worth or not any(w.curve for w in worth):
         return None
-    fig, ax = new_figure((6.4, 3.8))
+    fig, (ax,) = new_figure((6.4, 3.8))
     first = worth[0].curve
     ax.plot([p.n_votes for p in first], [p.people for p in first], "o-", color="#555555", label="people alone")
     for k, w in enumerate(worth):
@@ -112,6 +113,12 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
                    if min(widths) / 1.3 <= t <= 1.3 * max(widths)])
     ax.set_xlabel("human votes (pairs people voted on, subsampled)")
     ax.set_ylabel("mean 95% interval width (Elo)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.minorticks_off()  # a tick between the labelled ones costs as much to draw as a labelled one
+    ax.grid(True, alpha=0.3)
+    # Top right: the curves fall away from it to the right ("best" searched for a place on every draw).
+    ax.legend(fontsize=8, loc="upper right")
+    left = PAD + text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK
+    right = PAD + max(map(text_width, tick_labels(ax.xaxis)), default=0.0) / 2  # half the last tick label
+    bottom = PAD + X_TICKS + text_height(ax.get_xlabel())
+    place(ax, left, bottom, 6.4 - left - right, 3.8 - bottom - PAD)
     return fig
