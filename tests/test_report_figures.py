@@ -184,3 +184,17 @@ def test_the_position_panels_x_labels_do_not_collide_under_long_rater_names(long
     page = fig.bbox
     for box in (left, right, *(ax.title.get_window_extent(renderer) for ax in (first, swapped))):
         assert page.x0 <= box.x0 and box.x1 <= page.x1  # and every label is on the page
+
+
+def test_every_figure_fits_its_page_under_long_rater_names(long_named):
+    """The margins are worked out from the labels' lengths, not measured on a drawn figure:
+    every title, axis and tick label, legend and point label still lands on the page."""
+    from analysis.report.figures import FIGURES
+
+    drawn = {name: fig for name, build in FIGURES.items() if (fig := build(long_named)) is not None}
+    assert {"position", "length", "families", "ratings", "leaderboards"} <= set(drawn)
+    for name, fig in drawn.items():
+        used, page = fig.get_tightbbox(_boxes(fig)), fig.bbox_inches  # inches
+        slack = 1 / fig.dpi
+        assert page.x0 - slack <= used.x0 and used.x1 <= page.x1 + slack, (name, used, page)
+        assert page.y0 - slack <= used.y0 and used.y1 <= page.y1 + slack, (name, used, page)

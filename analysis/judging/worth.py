@@ -215,16 +215,13 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],
-                    seed: int = 0, progress=None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+                    seed: int = 0) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
     """:func:`judge_worth` for every judge ``name -> (its battle frame, its own BT table)`` that
-    people voted beside; the notes say why a judge got none. ``progress(items, desc)``, if
-    given, wraps the judges (a tqdm bar: each judge's bootstrap takes a while)."""
+    people voted beside; the notes say why a judge got none."""
     if human is None or human.empty:
         return (), ()
     out, notes = [], []
-    names = list(judges)
-    for name in progress(names, desc="worth in human votes") if progress else names:
-        frame, alone = judges[name]
+    for name, (frame, alone) in judges.items():
         try:
             worth = judge_worth(human, frame, name, judge_alone=alone, seed=seed)
         except (ValueError, RuntimeError) as exc:  # e.g. people's votes do not connect the models

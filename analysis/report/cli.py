@@ -96,34 +96,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    # The figures are drawn in a second process, forked now while this one is small: it
-    # imports matplotlib while this one analyses (not while it reads: then Arrow's threads and
-    # the import thread have both cores), and draws while report.json and report.md are written.
+    threading.Thread(target=_import, args=_ANALYSIS, daemon=True).start()
+    from analysis.importers.columnar import read_table
+
+    try:
+        table, skipped = read_table(args.votes, skip_bad=args.skip_bad, progress=None if args.quiet else _bytes_bar)
+    except (RecordError, OSError) as exc:
+        fail(str(exc))
+    if not len(table):
+        # Say why where an import said it (a file of pairs still to be judged, every row skipped).
+        why = f" ({skipped[0]})" if skipped else ""
+        fail("no records found in " + ", ".join(args.votes) + why)
+    issues = [str(i) for i in skipped]
+    for issue in issues:
+        print(f"note: {issue}", file=sys.stderr)
+    progress = None if args.quiet else _progress_bar
+    from analysis.judging.annotator import read_run_timings
+    from analysis.report.build import build_report
+    from analysis.report.figures import figures
+    from analysis.report.render import write_report
+
+    timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
+    for note in timing_notes:
+        print(f"note: {note}", file=sys.stderr)
+    # The figures are drawn in a second process, forked now that the analysis' modules are
+    # imported (forked earlier, it would import them again, on the cores the analysis needs):
+    # it imports matplotlib while this one analyses, and draws while report.json and
+    # report.md are written.
     with Background(fork=args.workers != 1 and available_cpus() > 1) as painter:
-        threading.Thread(target=_import, args=_ANALYSIS, daemon=True).start()
-        from analysis.importers.columnar import read_table
-
-        try:
-            table, skipped = read_table(args.votes, skip_bad=args.skip_bad, progress=None if args.quiet else _bytes_bar)
-        except (RecordError, OSError) as exc:
-            fail(str(exc))
-        if not len(table):
-            # Say why where an import said it (a file of pairs still to be judged, every row skipped).
-            why = f" ({skipped[0]})" if skipped else ""
-            fail("no records found in " + ", ".join(args.votes) + why)
-        issues = [str(i) for i in skipped]
-        for issue in issues:
-            print(f"note: {issue}", file=sys.stderr)
-        progress = None if args.quiet else _progress_bar
-        from analysis.judging.annotator import read_run_timings
-        from analysis.report.build import build_report
-        from analysis.report.figures import figures
-        from analysis.report.render import write_report
-
         painter.submit(_import_figures)
-        timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
-        for note in timing_notes:
-            print(f"note: {note}", file=sys.stderr)
         try:
             report = build_report(
                 table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
@@ -133,5 +134,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             fail(str(exc))
         paths = write_report(report, args.out, draw=lambda done: painter.submit(figures, done))
-        print("wrote " + ", ".join(str(p) for p in paths.values()))
-        return 0
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0

@@ -20,8 +20,8 @@ import numpy as np
 
 from analysis.report.build import BiasReport
 from analysis.report.leaderboard_figure import leaderboard_figure
-from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color,
-                                      few_ticks, intervals, legend_height, new_figure, place, png, set_title,
+from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
+                                      intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
 from analysis.report.worth import worth_figure
 
@@ -47,12 +47,21 @@ def _below(legend_rows: int, xlabels) -> float:
     return PAD + (legend_height(legend_rows, 8) if legend_rows else 0.0) + X_TICKS + max(map(text_height, xlabels))
 
 
-def _legend_below(ax, centre: float, **kwargs) -> None:
-    """``ax``'s legend (8 points, no frame) centred ``centre`` inches from the figure's left
-    edge, on its bottom margin: under the axis labels, over nothing that is plotted."""
+def _legend_columns(labels, width: float) -> int:
+    """Two columns for a legend of ``labels`` (8 points) if they fit across a figure ``width``
+    inches wide, else one: long rater names in two columns ran past the figure's edge."""
+    return 2 if legend_width(labels, 2, 8) <= width - 2 * PAD else 1
+
+
+def _legend_below(ax, centre: float, ncol: int) -> None:
+    """``ax``'s legend (8 points, no frame) on the figure's bottom margin, under the axis
+    labels, over nothing that is plotted: centred ``centre`` inches from the figure's left
+    edge, or as near as it fits on the page."""
     fig = ax.get_figure()
+    half = legend_width(ax.get_legend_handles_labels()[1], ncol, 8) / 2
+    centre = min(max(centre, PAD + half), fig.get_figwidth() - PAD - half)
     ax.legend(loc="lower center", bbox_to_anchor=(centre / fig.get_figwidth(), PAD / fig.get_figheight()),
-              bbox_transform=fig.transFigure, borderaxespad=0, fontsize=8, frameon=False, **kwargs)
+              bbox_transform=fig.transFigure, borderaxespad=0, fontsize=8, frameon=False, ncol=ncol)
 
 
 def position_figure(report: BiasReport):
@@ -104,7 +113,7 @@ def position_figure(report: BiasReport):
         set_title(ax, title)
         place(ax, left + k * (panel + GAP), bottom, panel, height)
     if counts:
-        _legend_below(axes[1], left + 1.5 * panel + GAP, ncol=2)
+        _legend_below(axes[1], left + 1.5 * panel + GAP, 2)
     return fig
 
 
@@ -152,8 +161,8 @@ def length_figure(report: BiasReport):
     xlabels = (wrap("|len A - len B| / (len A + len B)", panel),
                wrap(f"log-odds per SD of length difference ({report.length_sd:.0f} chars)", panel))
     titles = ("Longer-wins rate by length gap (95% CI)", "Length coefficient,\nmodel strength held fixed")
-    rows = math.ceil(curves / 2)
-    bottom = _below(rows, xlabels)
+    ncol = _legend_columns(ax1.get_legend_handles_labels()[1], width)
+    bottom = _below(math.ceil(curves / ncol), xlabels)
     fig.set_size_inches(width, bottom + height + PAD + text_height(titles[1], TITLE) + TITLE_PAD)
     for ax, x, xlabel, title in zip((ax1, ax2), (left, left + panel + GAP + names_width), xlabels, titles):
         ax.set_xlabel(xlabel)
@@ -161,7 +170,7 @@ def length_figure(report: BiasReport):
         place(ax, x, bottom, panel, height)
     if curves:
         # Below the curves, not inside: inside it covered points, and beside it the next panel's labels.
-        _legend_below(ax1, left + panel / 2, ncol=2)
+        _legend_below(ax1, left + panel / 2, ncol)
     return fig
 
 

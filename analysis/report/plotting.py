@@ -17,9 +17,9 @@ import base64
 import functools
 import io
 
-__all__ = ["COLORS", "DPI", "FONT", "LABEL", "PAD", "TICK", "TITLE", "TITLE_PAD", "X_TICKS", "color", "data_uri", "draw",
-           "few_ticks", "intervals", "legend_height", "new_figure", "place", "png", "set_title", "text_height",
-           "text_width", "tick_labels", "tick_width", "wrap"]
+__all__ = ["COLORS", "DPI", "FONT", "LABEL", "PAD", "TICK", "TITLE", "TITLE_PAD", "X_TICKS", "color", "data_uri",
+           "draw", "few_ticks", "intervals", "legend_height", "legend_width", "new_figure", "place", "png", "set_title",
+           "text_height", "text_width", "tick_labels", "tick_width", "wrap"]
 
 DPI = 110
 FONT = 10.0  # points: matplotlib's text, tick label and axis label size
@@ -61,6 +61,18 @@ def legend_height(rows: int, size: float = FONT) -> float:
     return PT * size * (rows + 0.5 * (rows - 1) + 0.8) + LEGEND_GAP
 
 
+def legend_width(labels, ncol: int, size: float = FONT) -> float:
+    """Width in inches of a frameless legend of ``labels`` in ``ncol`` columns at ``size``
+    points: each column two ems of handle, 0.8 em to its widest label; two ems between
+    columns, 0.4 em of padding each side (matplotlib's defaults)."""
+    import numpy as np
+
+    # Filled column by column, as matplotlib fills them.
+    columns = [col for col in np.array_split(np.array(labels, dtype=object), ncol) if len(col)]
+    return sum(2.8 * size * PT + max(text_width(t, size) for t in col) for col in columns) \
+        + PT * size * (2.0 * (len(columns) - 1) + 0.8)
+
+
 def wrap(text: str, width: float, size: float = FONT) -> str:
     """``text`` in lines of at most ``width`` inches, broken after a comma where that does it
     ("P(first-shown wins | decisive),\n95% CI clustered by pair"), else between words (a word
@@ -80,18 +92,19 @@ def wrap(text: str, width: float, size: float = FONT) -> str:
     return "\n".join(lines)
 
 
-def new_figure(size: tuple[float, float], n: int = 1):
+def new_figure(size: tuple[float, float], n: int = 1, **axes):
     """``(figure, axes)``: a figure of ``size`` inches with ``n`` axes in the report's look (no
-    top or right spine), each to be put in its place with ``place``."""
+    top or right spine), each to be put in its place with ``place``; ``axes`` go to each
+    ``add_axes`` (``xscale="log"``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=size, dpi=DPI)  # the dpi it is saved at: one renderer
     FigureCanvasAgg(fig)
-    axes = [fig.add_axes((0.1, 0.1, 0.8, 0.8)) for _ in range(n)]
-    for ax in axes:
+    made = [fig.add_axes((0.1, 0.1, 0.8, 0.8), **axes) for _ in range(n)]
+    for ax in made:
         ax.spines[["top", "right"]].set_visible(False)
-    return fig, axes
+    return fig, made
 
 
 def place(ax, left: float, bottom: float, width: float, height: float) -> None:

@@ -92,7 +92,7 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     """Mean 95% interval width against human votes: people alone vs people plus each judge. None without a curve."""
     if not worth or not any(w.curve for w in worth):
         return None
-    fig, (ax,) = new_figure((6.4, 3.8))
+    fig, (ax,) = new_figure((6.4, 3.8), xscale="log", yscale="log")
     first = worth[0].curve
     ax.plot([p.n_votes for p in first], [p.people for p in first], "o-", color="#555555", label="people alone")
     for k, w in enumerate(worth):
@@ -100,8 +100,6 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
                 label=f"people + {w.judge} on all {w.n_judge} pairs")
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    ax.set_xscale("log")
-    ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):  # plain numbers, not powers of ten
         axis.set_major_formatter(ScalarFormatter())
         axis.set_minor_formatter(NullFormatter())
@@ -115,7 +113,8 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     ax.set_ylabel("mean 95% interval width (Elo)")
     ax.minorticks_off()  # a tick between the labelled ones costs as much to draw as a labelled one
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")  # the curves fall to the right, away from it; "best" searched for it on every draw
+    # Top right: the curves fall away from it to the right ("best" searched for a place on every draw).
+    ax.legend(fontsize=8, loc="upper right")
     left = PAD + text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK
     right = PAD + max(map(text_width, tick_labels(ax.xaxis)), default=0.0) / 2  # half the last tick label
     bottom = PAD + X_TICKS + text_height(ax.get_xlabel())
