@@ -12,6 +12,7 @@ process, one after the other.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,17 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _forked_pool(n: int):
+    # Objects alive at the fork are moved out of the collector's reach for the workers: a
+    # worker's first full collection would otherwise walk (and copy, page by page) the
+    # parent's whole heap. This process gets them back at once.
+    gc.freeze()
+    try:
+        return multiprocessing.get_context("fork").Pool(n)
+    finally:
+        gc.unfreeze()
 
 
 def _run(call: tuple[int, str, tuple]) -> tuple[int, Any]:
@@ -67,7 +79,7 @@ class Workers:
         if self.n > 1:
             _TASKS.clear()
             _TASKS.update(self.tasks)
-            self._pool = multiprocessing.get_context("fork").Pool(self.n)
+            self._pool = _forked_pool(self.n)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -98,18 +110,19 @@ class Workers:
 
 
 class Background:
-    """One forked process that runs module-level functions while this one goes on; use as a
+    """``n`` forked processes that run module-level functions while this one goes on; use as a
     context manager. ``submit`` returns a function that waits for the result (an exception
     raised there is raised here). Without ``fork`` (or where the OS has none), a call runs
     here when its result is asked for, and one never asked for does not run."""
 
-    def __init__(self, fork: bool = True):
+    def __init__(self, n: int = 1, fork: bool = True):
+        self.n = n
         self.fork = fork and "fork" in multiprocessing.get_all_start_methods()
         self._pool = None
 
     def __enter__(self) -> Background:
         if self.fork:
-            self._pool = multiprocessing.get_context("fork").Pool(1)
+            self._pool = _forked_pool(self.n)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from analysis.importers import describe_formats
 from analysis.workers import PARALLEL_ROWS, Background, available_cpus
@@ -88,6 +88,14 @@ def _import_figures() -> None:
     import matplotlib.figure  # noqa: F401
 
 
+def _draw(painter: Background, report) -> Callable[[], dict[str, bytes]]:
+    """Each figure handed to the painters; a function that waits for them all."""
+    from analysis.report.figures import FIGURES, figure
+
+    pending = {name: painter.submit(figure, report, name) for name in FIGURES}
+    return lambda: {name: image for name, wait in pending.items() if (image := wait()) is not None}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -113,18 +121,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = None if args.quiet else _progress_bar
     from analysis.judging.annotator import read_run_timings
     from analysis.report.build import build_report
-    from analysis.report.figures import figures
     from analysis.report.render import write_report
 
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)
-    # The figures are drawn in a second process, forked now that the analysis' modules are
-    # imported (forked earlier, it would import them again, on the cores the analysis needs):
-    # it imports matplotlib while this one analyses, and draws while report.json and
-    # report.md are written.
-    with Background(fork=args.workers != 1 and available_cpus() > 1) as painter:
-        painter.submit(_import_figures)
+    # The figures are drawn by two painter processes, forked now that the analysis' modules
+    # are imported (forked earlier, they would import them again, on the cores the analysis
+    # needs): they import matplotlib while this process analyses, and draw, three figures
+    # each, while report.json and report.md are written.
+    painters = min(args.workers or available_cpus(), available_cpus(), 2)
+    with Background(painters, fork=painters > 1) as painter:
+        for _ in range(painters):
+            painter.submit(_import_figures)
         try:
             report = build_report(
                 table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
@@ -133,6 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ValueError as exc:
             fail(str(exc))
-        paths = write_report(report, args.out, draw=lambda done: painter.submit(figures, done))
+        paths = write_report(report, args.out, draw=lambda done: _draw(painter, done))
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -274,6 +274,12 @@ FIGURES = {
 }
 
 
+def figure(report: BiasReport, name: str) -> bytes | None:
+    """The figure ``name`` (a key of ``FIGURES``) as PNG bytes; None when it has nothing to show."""
+    fig = FIGURES[name](report)
+    return None if fig is None else png(fig)
+
+
 def figures(report: BiasReport) -> dict[str, bytes]:
     """The report's figures as PNG bytes, keyed by name, each drawn once; a figure with nothing to show is left out."""
-    return {name: png(fig) for name, build in FIGURES.items() if (fig := build(report)) is not None}
+    return {name: image for name in FIGURES if (image := figure(report, name)) is not None}
