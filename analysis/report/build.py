@@ -158,7 +158,8 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
 def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
     from analysis.ratings import rate
 
-    if len(set(frame["model_a"]) | set(frame["model_b"])) < 2:
+    # Distinct names first: a set built from 100,000 Arrow strings one by one takes 0.2 s.
+    if len(set(frame["model_a"].unique()) | set(frame["model_b"].unique())) < 2:
         return Ratings(None, None, None, "fewer than two models")
     fitted, notes = {}, []
     graded = "strength" in frame and frame["strength"].notna().any()
