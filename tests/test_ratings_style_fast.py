@@ -54,9 +54,10 @@ def test_a_list_item_starting_a_one_line_text_is_found_off_its_first_bytes():
     from analysis.record_table import shared_texts
 
     starts = ["1. a", "12. b", "1 a", "1", "1.", "١. x", "9١. x", "\u00a0- x", "\u2003* y", "\x1c- a", "\v+ b", "- ",
-              "-", "x- a", "", " 3. c", "٣", "é- a"]
+              "-", "x- a", "", " 3. c", "٣", "é- a",
+              "123456789. x", "123456789", "12345678 y", "007.", "3١. x"]
     a, b = shared_texts(starts, starts[::-1])
     frame = add_style_features(pd.DataFrame({"response_a": a, "response_b": b}))
     got = frame[[f"style_{f}_a" for f in ("length", "headers", "lists", "bold")]].to_numpy()
     assert (got == np.array([style_counts(t) for t in starts])).all()
-    assert got[:, 2].sum() == 10
+    assert got[:, 2].sum() == 12

@@ -216,11 +216,12 @@ _BYTE_CODES = bytes((_WORD_BIT if c == _WORD else _OTHER_BIT if c == _OTHER else
                     | (_MARKUP_BIT if chr(b) in "\n#*_`" else 0)
                     for b, c in enumerate(_ASCII_CLASSES.tolist())) + bytes(128)
 # First bytes of a text the list-item pattern cannot match at: ASCII, neither space (Python's
-# \s: str.isspace()), digit nor a bullet. A text starting with an ASCII digit can match only
-# where a digit, a dot or a non-ASCII byte (a digit of another script) follows it.
+# \s: str.isspace()), digit nor a bullet. A text starting with ASCII digits can match only
+# where a dot or a non-ASCII byte (a digit of another script) follows them.
 _NO_LIST_START = np.array([b < 128 and not chr(b).isspace() and not chr(b).isdigit() and chr(b) not in "-*+"
                            for b in range(256)])
-_AFTER_DIGIT = np.array([b >= 128 or chr(b).isdigit() or chr(b) == "." for b in range(256)])
+_AFTER_DIGIT = np.array([b >= 128 or chr(b) == "." for b in range(256)])
+_DIGITS = 8  # bytes of a text's leading digits looked at; longer runs go to the pattern
 
 
 def _buffer_counts(array) -> np.ndarray:
@@ -262,13 +263,21 @@ def _buffer_counts(array) -> np.ndarray:
         begin = end
     counts = np.zeros((n, len(STYLE_FEATURES)))
     counts[:, 0] = tokens if ascii_ else _token_counts(array.to_pylist())
-    # Texts without markup: their first two bytes say whether a list item can start them.
+    # Texts without markup: their first bytes say whether a list item can start them.
     plain = np.flatnonzero(~markup & (offsets[1:] > offsets[:-1]))
     raw = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
-    first, second_at = raw[offsets[plain]], np.minimum(offsets[plain] + 1, offsets[plain + 1] - 1)
-    digit = (first >= ord("0")) & (first <= ord("9"))
-    alone = second_at == offsets[plain]  # a one-byte text
-    possible = ~_NO_LIST_START[first] & ~(digit & (alone | ~_AFTER_DIGIT[raw[second_at]]))
+    possible = ~_NO_LIST_START[raw[offsets[plain]]]
+    numbered = plain[raw[offsets[plain]] - ord("0") < 10]
+    if len(numbered):
+        # A text starting with ASCII digits: the byte after them (within the first _DIGITS).
+        at = offsets[numbered][:, None] + np.arange(_DIGITS)
+        inside = at < offsets[numbered + 1][:, None]
+        window = raw[np.minimum(at, offsets[numbered + 1][:, None] - 1)]
+        digits = inside & (window - ord("0") < 10)
+        stop = digits.argmin(axis=1)  # the first byte that is not a digit (0 where all are)
+        rows = np.arange(len(numbered))
+        after = np.where(inside[rows, stop], _AFTER_DIGIT[window[rows, stop]], False)
+        possible[raw[offsets[plain]] - ord("0") < 10] = digits.all(axis=1) | after
     looked_at = np.r_[plain[possible], np.flatnonzero(markup)].astype(np.int64)
     texts = array.take(pa.array(looked_at)).to_pylist()
     match = _LIST.match
