@@ -253,7 +253,8 @@ def _build_report(
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
-    sd = length_sd(judged[judged["rater"] != PANEL])  # the panel restates its members' texts
+    # The panel restates its members' texts; of the rest only the lengths are filtered (0.02 s for all columns).
+    sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
