@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from core.ratable import record_setting
 from core.records import HUMAN, WINNERS, Record, RecordError
 
-__all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "text_codes"]
+__all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "stack", "text_codes"]
 
 TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "judge", "judge_type",
         "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
@@ -114,6 +114,24 @@ def shared_texts(response_a, response_b) -> tuple[pd.Series, pd.Series]:
     n = len(a)
     return (pd.Series(pd.Categorical.from_codes(codes[:n], categories=categories, ordered=True)),
             pd.Series(pd.Categorical.from_codes(codes[n:], categories=categories, ordered=True)))
+
+
+def stack(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``table``'s rows and then ``rows`` (in ``table``'s columns), a new index from 0.
+
+    Responses coded on the same texts (``rows`` taken from ``table``, as the panel's) are
+    stacked by their codes: ``pd.concat`` hashed every text of both categories to compare
+    them (0.07 s for 40,000 texts)."""
+    columns = {}
+    for name in table.columns:
+        first, second = table[name], rows[name]
+        if (isinstance(first.dtype, pd.CategoricalDtype) and isinstance(second.dtype, pd.CategoricalDtype)
+                and (first.dtype is second.dtype or first.cat.categories is second.cat.categories)):
+            codes = np.concatenate([first.cat.codes.to_numpy(), second.cat.codes.to_numpy()])
+            columns[name] = pd.Categorical.from_codes(codes, dtype=first.dtype)
+        else:
+            columns[name] = pd.concat([first, second], ignore_index=True)
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(table) + len(rows)))
 
 
 def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:

@@ -99,18 +99,20 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     # converts Arrow strings (seconds a call at a million rows).
     for name in _IDS:
         codes, distinct = pd.factorize(table[name])
-        values = np.append(np.asarray(distinct, dtype=object), None)[codes]  # code -1: missing
-        table[name] = pd.Series(values, dtype=object)
+        distinct = np.append(np.asarray(distinct, dtype=object), None)  # code -1: missing
+        table[name] = pd.Series(distinct[codes], dtype=object)
+        if name == "winner":  # the verdict read once per distinct value, not compared row by row
+            decisive = np.array([w in ("model_a", "model_b") for w in distinct])[codes]
+            shown = np.array([{"model_a": 1, "model_b": -1}.get(w, 0) for w in distinct], dtype=np.int8)[codes]
     for name in _KEYS if key_codes else ():
         # Codes numbered in the texts' sorted order, so every sort by them (groupby's) keeps the
         # order the texts had: a million string comparisons per sort become integer ones.
         codes, _ = pd.factorize(table[name], sort=True)
         table[name] = codes.astype(np.int64)
-    table["decisive"] = table["winner"].isin(["model_a", "model_b"])
-    table["first_wins"] = np.where(table["decisive"], (table["winner"] == "model_a").astype(float), np.nan)
-    shown = np.where(table["decisive"], np.where(table["winner"] == "model_a", 1, -1), 0)
+    table["decisive"] = decisive
+    table["first_wins"] = np.where(decisive, (shown == 1).astype(float), np.nan)
     # flip: response_a is the sorted-second text, so the canonical frame is mirrored.
-    table["canon"] = np.where(table["flip"], -shown, shown).astype(np.int8)
+    table["canon"] = np.where(flip, -shown, shown).astype(np.int8)
     return table, parse_errors
 
 

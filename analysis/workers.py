@@ -7,7 +7,8 @@ estimator takes its seed as an argument, so a task's result does not depend on t
 that ran it, nor on the order in which tasks finish.
 
 Where fork is not available (or one worker is asked for), the same tasks run in this
-process, one after the other.
+process, one after the other. ``submit`` also runs a module-level function elsewhere while
+this process goes on (the report's figures are drawn so).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Background", "Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus"]
 
 # Below this many verdicts a report takes about a second: forking workers would cost more
 # than it saves.
@@ -67,17 +68,18 @@ class _Sized:
 
 
 class Workers:
-    """A pool of ``n`` forked workers that can run ``tasks`` (name -> function); use as a
-    context manager. Data the tasks read must exist before the pool is entered (the fork)."""
+    """A pool of ``n`` forked workers; use as a context manager. ``tasks`` (name -> function,
+    closures welcome) are what ``run`` hands out: the data they read must exist before the
+    pool is entered (the fork). ``submit`` runs a module-level function (pickled by name).
+    One worker (or no fork on this OS) runs everything here instead, one call after another."""
 
-    def __init__(self, n: int, tasks: dict[str, Callable[..., Any]]):
+    def __init__(self, n: int, tasks: dict[str, Callable[..., Any]] | None = None):
         self.n = n if "fork" in multiprocessing.get_all_start_methods() else 1
-        self.tasks = tasks
+        self.tasks = tasks or {}
         self._pool = None
 
     def __enter__(self) -> Workers:
         if self.n > 1:
-            _TASKS.clear()
             _TASKS.update(self.tasks)
             self._pool = _forked_pool(self.n)
         return self
@@ -87,7 +89,8 @@ class Workers:
             self._pool.terminate()
             self._pool.join()
             self._pool = None
-            _TASKS.clear()
+            for key in self.tasks:
+                _TASKS.pop(key, None)
 
     def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None,
             desc: str = "") -> list[Any]:
@@ -107,31 +110,10 @@ class Workers:
             results[index] = result
         return results
 
-
-
-class Background:
-    """``n`` forked processes that run module-level functions while this one goes on; use as a
-    context manager. ``submit`` returns a function that waits for the result (an exception
-    raised there is raised here). Without ``fork`` (or where the OS has none), a call runs
-    here when its result is asked for, and one never asked for does not run."""
-
-    def __init__(self, n: int = 1, fork: bool = True):
-        self.n = n
-        self.fork = fork and "fork" in multiprocessing.get_all_start_methods()
-        self._pool = None
-
-    def __enter__(self) -> Background:
-        if self.fork:
-            self._pool = _forked_pool(self.n)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
-
     def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """``fn(*args)`` started in a worker while this process goes on; a function that waits
+        for its result (an exception raised there is raised here). Without workers, the call
+        runs here when its result is asked for, and one never asked for does not run."""
         if self._pool is None:
             return lambda: fn(*args)
         return self._pool.apply_async(fn, args).get

@@ -45,3 +45,19 @@ def test_record_table_responses_counted_off_their_bytes_equal_plain_counts(left,
     one = add_style_features(pd.DataFrame({"response_a": a[:1], "response_b": b[:1]}))
     assert (one[[f"style_{f}_a" for f in ("length", "headers", "lists", "bold")]].to_numpy()[0]
             == np.array(style_counts(left[0]))).all()
+
+
+def test_a_list_item_starting_a_one_line_text_is_found_off_its_first_bytes():
+    # Texts without markup are looked at only where their first bytes can start a list item:
+    # digits and spaces of other scripts (Python's \d and \s) included, a lone digit not.
+    from analysis.ratings.style import add_style_features
+    from analysis.record_table import shared_texts
+
+    starts = ["1. a", "12. b", "1 a", "1", "1.", "١. x", "9١. x", "\u00a0- x", "\u2003* y", "\x1c- a", "\v+ b", "- ",
+              "-", "x- a", "", " 3. c", "٣", "é- a",
+              "123456789. x", "123456789", "12345678 y", "007.", "3١. x"]
+    a, b = shared_texts(starts, starts[::-1])
+    frame = add_style_features(pd.DataFrame({"response_a": a, "response_b": b}))
+    got = frame[[f"style_{f}_a" for f in ("length", "headers", "lists", "bold")]].to_numpy()
+    assert (got == np.array([style_counts(t) for t in starts])).all()
+    assert got[:, 2].sum() == 12

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from analysis.workers import Background, Workers
+from analysis.workers import Workers
 
 
 def test_forked_workers_read_the_parents_data_and_keep_the_call_order():
@@ -59,8 +59,8 @@ def _refuse(value):
     raise ValueError(f"cannot draw {value}")
 
 
-def test_background_runs_elsewhere_while_this_process_goes_on():
-    with Background() as painter:
+def test_submitted_calls_run_elsewhere_while_this_process_goes_on():
+    with Workers(2) as painter:
         pending = painter.submit(_pid_and, "figures")
         refused = painter.submit(_refuse, "nothing")
         pid, value = pending()
@@ -69,9 +69,9 @@ def test_background_runs_elsewhere_while_this_process_goes_on():
             refused()
 
 
-def test_background_without_fork_runs_here_and_only_when_asked():
+def test_one_worker_runs_submitted_calls_here_and_only_when_asked():
     seen = []
-    with Background(fork=False) as painter:
+    with Workers(1) as painter:
         never = painter.submit(seen.append, "never asked")  # noqa: F841
         asked = painter.submit(lambda: seen.append("asked") or os.getpid())
         assert asked() == os.getpid()

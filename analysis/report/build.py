@@ -249,7 +249,7 @@ def _build_report(
         raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
     members = tuple(sorted({m for names in pooled["panel_members"] for m in names})) if len(pooled) else ()
     if len(pooled):
-        table = pd.concat([table, pooled[table.columns]], ignore_index=True)
+        table = record_table.stack(table, pooled)
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)

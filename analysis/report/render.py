@@ -214,7 +214,7 @@ def write_report(report: BiasReport, out: str | Path,
                  draw: Callable[[BiasReport], Callable[[], dict[str, bytes]]] | None = None) -> dict[str, Path]:
     """report.json, report.md and report.html in ``out``. ``draw(report)``, if given, starts
     drawing the figures elsewhere and returns a function that waits for them
-    (:class:`analysis.workers.Background`): the JSON and Markdown are written meanwhile."""
+    (:meth:`analysis.workers.Workers.submit`): the JSON and Markdown are written meanwhile."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     drawn = draw(report) if draw is not None else None
