@@ -94,3 +94,24 @@ def test_string_lookups_through_arrow_equal_pandas():
                        pd.Series([7, 1, 2])):
             want = np.where(values.isna().to_numpy(), -1, index.get_indexer(values))
             assert np.array_equal(positions(index, values), want), (index.dtype, values.tolist())
+
+
+def test_draws_over_many_kinds_are_multinomial():
+    """From 32 kinds on, rounds are drawn by Poisson splitting (issue 21: numpy's multinomial
+    draws a binomial with a new p per kind): every round still draws exactly n units, and the
+    counts have the multinomial's means, variances and (negative) covariances, for few units
+    per kind (Poisson's small-mean path, lam well below n) and many."""
+    from analysis.resample import kind_draws
+
+    rng = np.random.default_rng(3)
+    for counts in (np.r_[np.ones(30), 2, 3, 5, 50], np.r_[np.arange(1, 200) % 13 + 1, 900]):
+        n, rounds = int(counts.sum()), 40_000
+        draws = np.concatenate(list(kind_draws(counts, rounds, rng)))
+        assert draws.shape == (rounds, len(counts)) and draws.dtype.kind == "i"
+        assert np.all(draws.sum(axis=1) == n) and draws.min() >= 0
+        p = counts / n
+        se = np.sqrt(n * p * (1 - p) / rounds)
+        assert np.all(np.abs(draws.mean(axis=0) - n * p) < 4.5 * se)
+        assert np.allclose(draws.var(axis=0), n * p * (1 - p), rtol=0.06)
+        cov = np.cov(draws[:, [-1, -2]].T)[0, 1]
+        assert abs(cov / (-n * p[-1] * p[-2]) - 1) < 0.1
