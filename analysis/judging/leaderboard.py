@@ -57,6 +57,8 @@ __all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreeme
 
 METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
 MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric means much
+_BT_TOL = 1e-10  # a round's leaderboard is fitted when its last step moves no strength by more
+_CHORD_STEPS = 30
 BOOT_ROUNDS = 2000  # seeds 0-3 then agree to well within a quarter of each interval's width
 # Names that stand for a position in a file, not a model (LLMBar, AlpacaEval without generators).
 _PLACEHOLDER = re.compile(r"^(out(put)?[_ -]?\d+|model[_ -]?[ab12]|response[_ -]?[ab12]|[ab])$", re.IGNORECASE)
@@ -193,8 +195,14 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     """Bradley-Terry strengths (natural log-odds, mean 0) for a batch of count tables.
 
     ``totals`` is (rounds x 2 x pairs): model i's and model j's wins (ties as half) per model
-    pair. Newton on all rounds at once, a small ridge (1e-6) keeping a round whose data leave a
-    model unbeaten finite (such a round has no MLE; its percentile rank is what counts).
+    pair. A small ridge (1e-6) keeps a round whose data leave a model unbeaten finite (such a
+    round has no MLE; its percentile rank is what counts). Every round starts from the fit to
+    the rounds' mean table and takes chord steps (Newton steps with that fit's information,
+    inverted once: Kelley 1995, sec. 5.4): a round's information differs from it by the
+    resampling noise, so a chord step gains almost as much as a Newton step at a fraction of
+    the cost (no solve per round). Rounds whose chord steps stop shrinking, or not converged
+    after :data:`_CHORD_STEPS` of them (sparse tables, far from the mean), are fitted by
+    Newton's method from 0 instead.
     """
     wins_i, wins_j = totals[:, 0], totals[:, 1]
     games = wins_i + wins_j
@@ -205,16 +213,47 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     incidence[np.arange(len(i)), j] = -1.0
     outer = (incidence[:, :, None] * incidence[:, None, :]).reshape(len(i), n * n)
     ridge = 1e-6 * np.eye(n) + 1.0 / n  # a small ridge, and the mean-0 constraint's direction
-    theta = np.zeros((len(totals), n))
-    for _ in range(100):
+
+    def gradient(theta, w, g):
         p = 1.0 / (1.0 + np.exp(-(theta @ incidence.T)))
-        grad = (wins_i - games * p) @ incidence
-        information = ((games * p * (1 - p)) @ outer).reshape(len(totals), n, n) + ridge
-        step = np.linalg.solve(information, (grad - 1e-6 * theta)[..., None])[..., 0]
-        theta = theta + step
-        theta -= theta.mean(axis=1, keepdims=True)
-        if np.max(np.abs(step)) < 1e-8:
+        return (w - g * p) @ incidence - 1e-6 * theta, p
+
+    def newton(theta, w, g):
+        for _ in range(100):
+            grad, p = gradient(theta, w, g)
+            information = ((g * p * (1 - p)) @ outer).reshape(len(theta), n, n) + ridge
+            step = np.linalg.solve(information, grad[..., None])[..., 0]
+            theta = theta + step
+            theta -= theta.mean(axis=1, keepdims=True)
+            if np.max(np.abs(step)) < _BT_TOL:
+                break
+        return theta
+
+    if not len(totals):
+        return np.zeros((0, n))
+    mean_w, mean_g = wins_i.mean(axis=0, keepdims=True), games.mean(axis=0, keepdims=True)
+    start = newton(np.zeros((1, n)), mean_w, mean_g)
+    p = 1.0 / (1.0 + np.exp(-(start @ incidence.T)))
+    chord = np.linalg.inv(((mean_g * p * (1 - p)) @ outer).reshape(n, n) + ridge)
+    theta = np.repeat(start, len(totals), axis=0)
+    active, last = np.arange(len(totals)), np.full(len(totals), np.inf)
+    for _ in range(_CHORD_STEPS):
+        with np.errstate(over="ignore"):  # a diverging round overflows exp: it goes to Newton below
+            grad, _ = gradient(theta[active], wins_i[active], games[active])
+        step = grad @ chord
+        moved = theta[active] + step
+        theta[active] = moved - moved.mean(axis=1, keepdims=True)
+        size = np.max(np.abs(step), axis=1)
+        # A round whose steps stop shrinking fast is too far from the mean table for chord
+        # steps (they may diverge there): it is left for Newton's method.
+        slow = ~(size <= 0.5 * last[active])
+        last[active] = np.where(slow, np.inf, size)
+        active = active[~slow & (size >= _BT_TOL)]
+        if not len(active):
             break
+    rest = np.flatnonzero(~(last < _BT_TOL))  # not converged: fitted by Newton from 0 (undamped
+    if len(rest):                              # Newton may diverge from a start far off)
+        theta[rest] = newton(np.zeros((len(rest), n)), wins_i[rest], games[rest])
     return theta
 
 
