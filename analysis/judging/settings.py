@@ -40,8 +40,18 @@ def split_settings(records: Sequence[Record] | pd.DataFrame,
 
 
 def _split_table(table: pd.DataFrame, person: np.ndarray) -> tuple[pd.DataFrame, list[str]]:
-    judges = table.loc[~person, ["judge", "mode", "template"]].astype(object)
-    judges = judges.where(judges.notna(), None).drop_duplicates()
+    # Each distinct (judge, mode, template) of the judges' rows, first seen first, found on the
+    # columns' codes: converting every row to Python objects cost 0.02 s at 100k rows.
+    columns = ["judge", "mode", "template"]
+    at = np.flatnonzero(~person)
+    key = np.zeros(len(at), dtype=np.int64)
+    for name in columns:
+        codes, distinct = pd.factorize(table[name])
+        # Renumbered at each step, so the key stays below (rows + 1) ** 2; code -1: missing.
+        key = pd.factorize(key * (len(distinct) + 1) + codes[at] + 1)[0].astype(np.int64)
+    first = np.sort(np.unique(key, return_index=True)[1])
+    judges = table[columns].iloc[at[first]].astype(object)
+    judges = judges.where(judges.notna(), None)
     several = {judge: {(m, t) for m, t in zip(rows["mode"], rows["template"])}
                for judge, rows in judges.groupby("judge", sort=False) if len(rows) > 1}
     if not several:

@@ -145,12 +145,13 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
     The raters judged the same responses (in both orders), so the style counts of
     style-controlled BT are computed on one frame of every rater's records, then split.
     """
-    from analysis.frames import battle_frame
+    from analysis.frames import COLUMNS, battle_frame
     from analysis.ratings import add_style_features
 
     codes, names = pd.factorize(raters)
     order = np.argsort(codes, kind="stable")
-    frame = add_style_features(battle_frame(table.iloc[order]))
+    # Only the battle frame's columns are reordered.
+    frame = add_style_features(battle_frame(table[[c for c in table.columns if c in COLUMNS]].iloc[order]))
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(names)))]
     return {str(name): frame.iloc[bounds[k]: bounds[k + 1]].reset_index(drop=True) for k, name in enumerate(names)}
 
@@ -253,12 +254,16 @@ def _build_report(
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
-    sd = length_sd(judged[judged["rater"] != PANEL])  # the panel restates its members' texts
+    # The panel restates its members' texts; of the rest only the lengths are filtered (0.02 s for all columns).
+    sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
-    # Pair keys are integer codes (key_codes): each rater's sorted set of them.
-    pair_sets = {name: np.unique(rows["pair_id"].to_numpy()) for name, rows in by_rater.items()}
+    # Pair keys are integer codes from 0 (key_codes): each rater's sorted set of them, counted
+    # rather than sorted.
+    n_pairs = int(judged["pair_id"].max()) + 1 if len(judged) else 0
+    pair_sets = {name: np.flatnonzero(np.bincount(rows["pair_id"].to_numpy(), minlength=n_pairs))
+                 for name, rows in by_rater.items()}
     references = {name: _choose_reference(name, _shared_pairs(name, pair_sets), families)
                   for name in by_rater if name != HUMAN_RATER}
     battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
@@ -319,7 +324,8 @@ def _build_report(
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
     tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task}
-    n_workers = _worker_count(workers, len(judged))
+    # No more workers than tasks in a round (a rater each, then up to two a judge).
+    n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     if n_workers > 1:
         # analysis.stats.fit_logit imports statsmodels on first use (about a second): once
         # here, before the fork, rather than once in every worker.
