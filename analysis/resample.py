@@ -146,11 +146,11 @@ def _poisson_multinomial(counts: np.ndarray, size: int, rng: np.random.Generator
     Poisson splitting: independent Poisson(lam * share) counts, given their total s, are
     Multinomial(s, shares), so adding Multinomial(n - s, shares) (n - s units drawn one by
     one) makes them Multinomial(n, shares) exactly; a round whose total passes n is drawn
-    again (lam sits three standard deviations below n: one round in 700). A Poisson variate
+    again (lam sits two standard deviations below n: one round in 44). A Poisson variate
     costs half a binomial with a new p, which is what numpy's multinomial draws per kind."""
     counts = counts.astype(np.int64)
     n, k = int(counts.sum()), len(counts)
-    lam = max(n - 3.0 * np.sqrt(n), 0.0) * (counts / n)
+    lam = max(n - 2.0 * np.sqrt(n), 0.0) * (counts / n)
     out = rng.poisson(lam, size=(size, k))
     over = np.flatnonzero(out.sum(axis=1) > n)
     while len(over):

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from analysis.resample import paired_totals
 from analysis.stats import Z95, positions
@@ -179,7 +179,10 @@ def _batch_metrics(rj, hj_lo, hj_hi, rr, hr_lo, hr_hi) -> dict[str, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         agreement_ci = np.where(separated.any(axis=1), (score * separated).sum(axis=1) / separated.sum(axis=1), np.nan)
     sd = np.sqrt((((hj_lo + hj_hi) / (2 * Z95)) ** 2)[i] + (((hj_lo + hj_hi) / (2 * Z95)) ** 2)[j])
-    p_below = stats.norm.cdf(0.0, loc=rj[:, i] - rj[:, j], scale=sd)
+    # norm.cdf(0, loc, sd) as scipy computes it (ndtr of (0 - loc) / sd, NaN where sd is not
+    # positive), without its argument checks over every round (a third of this function).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_below = np.where(sd > 0, special.ndtr((0.0 - (rj[:, i] - rj[:, j])) / sd), np.nan)
     brier = np.mean((p_below - (rr[:, i] < rr[:, j])) ** 2, axis=1)
     rank_j = np.argsort(np.argsort(rj, axis=1), axis=1).astype(float)
     rank_r = np.argsort(np.argsort(rr, axis=1), axis=1).astype(float)

@@ -488,4 +488,8 @@ def style_support(frame: pd.DataFrame, groups=None) -> pd.Series:
     if groups is None:
         return pd.Series(differ.sum(axis=0), index=list(STYLE_FEATURES))
     codes = cluster_codes(groups)
-    return pd.Series([len(np.unique(codes[differ[:, c]])) for c in range(differ.shape[1])], index=list(STYLE_FEATURES))
+    # Distinct pairs per element: one bincount over (pair, element) cells, not a sort per element.
+    rows, elements = np.nonzero(differ)
+    width = differ.shape[1]
+    cells = np.bincount(codes[rows] * width + elements, minlength=(codes.max(initial=-1) + 1) * width)
+    return pd.Series((cells.reshape(-1, width) > 0).sum(axis=0), index=list(STYLE_FEATURES))

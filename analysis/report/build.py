@@ -326,7 +326,8 @@ def _build_report(
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
     tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task}
-    n_workers = _worker_count(workers, len(judged))
+    # No more workers than tasks in a round (a rater each, then up to two a judge).
+    n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     if n_workers > 1:
         # analysis.stats.fit_logit imports statsmodels on first use (about a second): once
         # here, before the fork, rather than once in every worker.
