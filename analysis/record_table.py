@@ -125,16 +125,15 @@ def stack(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     Responses coded on the same texts (``rows`` taken from ``table``, as the panel's) are
     stacked by their codes: ``pd.concat`` hashed every text of both categories to compare
     them (0.07 s for 40,000 texts)."""
-    columns = {}
-    for name in table.columns:
-        first, second = table[name], rows[name]
-        if (isinstance(first.dtype, pd.CategoricalDtype) and isinstance(second.dtype, pd.CategoricalDtype)
-                and (first.dtype is second.dtype or first.cat.categories is second.cat.categories)):
-            codes = np.concatenate([first.cat.codes.to_numpy(), second.cat.codes.to_numpy()])
-            columns[name] = pd.Categorical.from_codes(codes, dtype=first.dtype)
-        else:
-            columns[name] = pd.concat([first, second], ignore_index=True)
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(table) + len(rows)))
+    coded = [name for name in table.columns
+             if isinstance(table[name].dtype, pd.CategoricalDtype) and isinstance(rows[name].dtype, pd.CategoricalDtype)
+             and (table[name].dtype is rows[name].dtype or table[name].cat.categories is rows[name].cat.categories)]
+    rest = [name for name in table.columns if name not in coded]
+    out = pd.concat([table[rest], rows[rest]], ignore_index=True)  # the other columns in one call
+    for name in coded:
+        codes = np.concatenate([table[name].cat.codes.to_numpy(), rows[name].cat.codes.to_numpy()])
+        out[name] = pd.Categorical.from_codes(codes, dtype=table[name].dtype)
+    return out[list(table.columns)]
 
 
 def text_codes(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index]:
