@@ -77,17 +77,23 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     """
     source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
     human = record_table.is_person(source, human_prefix)
-    # Columns stay Arrow strings throughout: a million ids as Python objects cost seconds.
-    rater = source["judge"].where(~human, HUMAN_RATER)
+    # The judges as Python strings, each distinct one made once (see _IDS below), for the
+    # voters and, people pooled under one name, the raters.
+    judge_codes, judges = pd.factorize(source["judge"])
+    voter = np.append(np.asarray(judges, dtype=object), None)[judge_codes]
+    rater = voter.copy()
+    rater[human] = HUMAN_RATER
     failed = source["parse_error"].notna().to_numpy()
-    parse_errors = {str(k): int(v) for k, v in rater[failed].value_counts(sort=False).items()}
+    parse_errors = {str(k): int(v) for k, v in pd.Series(rater[failed], dtype=object).value_counts(sort=False).items()}
     # The usable rows, in record order; a table without failures is read as it stands.
     usable = source[~failed] if failed.any() else source
     code_a, code_b, distinct = record_table.text_codes(usable)
     lengths = distinct.str.len().to_numpy(dtype=np.int64)
     len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
     table = pd.DataFrame({
-        "rater": rater[~failed], "voter": usable["judge"], "is_human": human[~failed], "pair_id": usable["pair_id"],
+        "rater": pd.Series(rater[~failed], dtype=object, index=usable.index),
+        "voter": pd.Series(voter[~failed], dtype=object, index=usable.index), "is_human": human[~failed],
+        "pair_id": usable["pair_id"],
         "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],
         "family_b": usable["family_b"], "judge_family": usable["judge_family"], "winner": usable["winner"],
         "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
@@ -97,7 +103,7 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     # Ids as Python strings, each distinct one made once: the estimators group, match and
     # count on these columns many times, and pandas hashes object arrays far faster than it
     # converts Arrow strings (seconds a call at a million rows).
-    for name in _IDS:
+    for name in _IDS[2:]:  # rater and voter are made above
         codes, distinct = pd.factorize(table[name])
         distinct = np.append(np.asarray(distinct, dtype=object), None)  # code -1: missing
         table[name] = pd.Series(distinct[codes], dtype=object)
