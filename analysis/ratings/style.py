@@ -254,9 +254,11 @@ def _buffer_counts(array) -> np.ndarray:
             ascii_ = ascii_ and chunk.isascii()
         if ascii_ and len(filled):
             # As _token_counts_batch: a token per run of word characters and per other character.
-            word = (codes & _WORD_BIT).view(bool)
-            starts_token = (codes & _OTHER_BIT).view(bool)
-            starts_token[1:] |= word[1:] & ~word[:-1]
+            word = (codes & _WORD_BIT).view(bool)  # bytes 0 or 1: a bool view
+            starts_token = np.empty_like(word)
+            starts_token[0] = word[0]
+            np.greater(word[1:], word[:-1], out=starts_token[1:])  # a word byte after a non-word one
+            np.logical_or(starts_token, codes & _OTHER_BIT, out=starts_token)  # an other character
             starts_token[starts[filled]] |= word[starts[filled]]  # no run crosses two texts
             # Summed as bytes into 32 bits (a batch is far shorter than 2**32): half the time of int64.
             tokens[begin + filled] = np.add.reduceat(starts_token.view(np.uint8), starts[filled], dtype=np.uint32)

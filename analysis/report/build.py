@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -248,7 +249,8 @@ def _build_report(
     pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
     if len(pooled) and (table["judge"] == PANEL).any():
         raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
-    members = tuple(sorted({m for names in pooled["panel_members"] for m in names})) if len(pooled) else ()
+    members = (tuple(sorted(set(itertools.chain.from_iterable(pooled["panel_members"].to_numpy()))))
+               if len(pooled) else ())
     if len(pooled):
         table = record_table.stack(table, pooled)
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
