@@ -157,7 +157,11 @@ def _poisson_multinomial(counts: np.ndarray, size: int, rng: np.random.Generator
         out[over] = rng.poisson(lam, size=(len(over), k))
         over = over[out[over].sum(axis=1) > n]
     rest = n - out.sum(axis=1)
-    kind = np.repeat(np.arange(k), counts)[rng.integers(0, n, rest.sum())]  # each unit drawn with share 1/n
+    unit = rng.integers(0, n, rest.sum())  # each unit drawn with share 1/n, then its kind:
+    if n <= 4 * len(unit):  # looked up in a table of every unit's kind, or searched for (many units)
+        kind = np.repeat(np.arange(k), counts)[unit]
+    else:
+        kind = np.searchsorted(np.cumsum(counts), unit, side="right")
     out += np.bincount(np.repeat(np.arange(size) * k, rest) + kind, minlength=size * k).reshape(size, k)
     return out
 

@@ -115,3 +115,10 @@ def test_draws_over_many_kinds_are_multinomial():
         assert np.allclose(draws.var(axis=0), n * p * (1 - p), rtol=0.06)
         cov = np.cov(draws[:, [-1, -2]].T)[0, 1]
         assert abs(cov / (-n * p[-1] * p[-2]) - 1) < 0.1
+    # Millions of units and few rounds: the units short of n find their kinds by a search.
+    counts = np.r_[np.full(39, 100_000), 100_000 + np.arange(40) * 1_000][:40]
+    n, rounds = int(counts.sum()), 200
+    draws = np.concatenate(list(kind_draws(counts, rounds, rng)))
+    assert np.all(draws.sum(axis=1) == n)
+    p = counts / n
+    assert np.all(np.abs(draws.mean(axis=0) - n * p) < 4.5 * np.sqrt(n * p * (1 - p) / rounds))
