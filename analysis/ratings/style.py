@@ -240,29 +240,35 @@ def _buffer_counts(array) -> np.ndarray:
     data = memoryview(buffer) if buffer is not None else memoryview(b"")
     tokens, markup = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     ascii_ = True
-    begin = 0
-    while begin < n:
-        # Batches of about _BATCH_CHARS bytes bound the per-byte arrays' memory.
-        end = int(np.searchsorted(offsets, offsets[begin] + _BATCH_CHARS, side="right")) - 1
-        end = min(n, max(end, begin + 1))
+    # Batches of about _BATCH_CHARS bytes bound the per-byte arrays' memory; the arrays are
+    # made once, for the longest batch, and reused (fresh ones cost their pages every batch).
+    bounds = [0]
+    while bounds[-1] < n:
+        end = int(np.searchsorted(offsets, offsets[bounds[-1]] + _BATCH_CHARS, side="right")) - 1
+        bounds.append(min(n, max(end, bounds[-1] + 1)))
+    longest = int(np.diff(offsets[bounds]).max()) if n else 0
+    flags, word_bytes, starts_token = (np.empty(longest, dtype=np.uint8) for _ in range(3))
+    for begin, end in zip(bounds, bounds[1:]):
         chunk = data[offsets[begin]: offsets[end]].tobytes()  # one batch's bytes copied, not the whole buffer
         starts = offsets[begin:end] - offsets[begin]
         filled = np.flatnonzero(offsets[begin + 1: end + 1] > offsets[begin:end])
+        size = len(chunk)
         if len(filled):
             codes = np.frombuffer(chunk.translate(_BYTE_CODES), dtype=np.uint8)
-            markup[begin + filled] = np.logical_or.reduceat(codes >= _MARKUP_BIT, starts[filled])
+            mark = np.greater_equal(codes, _MARKUP_BIT, out=flags[:size].view(bool))
+            markup[begin + filled] = np.logical_or.reduceat(mark, starts[filled])
             ascii_ = ascii_ and chunk.isascii()
         if ascii_ and len(filled):
             # As _token_counts_batch: a token per run of word characters and per other character.
-            word = (codes & _WORD_BIT).view(bool)  # bytes 0 or 1: a bool view
-            starts_token = np.empty_like(word)
-            starts_token[0] = word[0]
-            np.greater(word[1:], word[:-1], out=starts_token[1:])  # a word byte after a non-word one
-            np.logical_or(starts_token, codes & _OTHER_BIT, out=starts_token)  # an other character
-            starts_token[starts[filled]] |= word[starts[filled]]  # no run crosses two texts
+            word = np.bitwise_and(codes, _WORD_BIT, out=word_bytes[:size]).view(bool)  # bytes 0 or 1
+            token = starts_token[:size].view(bool)
+            token[0] = word[0]
+            np.greater(word[1:], word[:-1], out=token[1:])  # a word byte after a non-word one
+            other = np.bitwise_and(codes, _OTHER_BIT, out=flags[:size])
+            np.logical_or(token, other, out=token)  # an other character
+            token[starts[filled]] |= word[starts[filled]]  # no run crosses two texts
             # Summed as bytes into 32 bits (a batch is far shorter than 2**32): half the time of int64.
-            tokens[begin + filled] = np.add.reduceat(starts_token.view(np.uint8), starts[filled], dtype=np.uint32)
-        begin = end
+            tokens[begin + filled] = np.add.reduceat(token.view(np.uint8), starts[filled], dtype=np.uint32)
     counts = np.zeros((n, len(STYLE_FEATURES)))
     counts[:, 0] = tokens if ascii_ else _token_counts(array.to_pylist())
     # Texts without markup: their first bytes say whether a list item can start them.
