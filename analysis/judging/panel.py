@@ -60,7 +60,9 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
         return table.iloc[:0].assign(panel_members=[], n_verdicts=[])
     pairs, pair_ids = pd.factorize(llm["pair_id"])
     n = len(pair_ids)
-    _, lead = np.unique(pairs, return_index=True)  # each pair's first member record
+    # Each pair's first member record: codes number the pairs in order of first appearance, so
+    # a pair's first record is where the codes pass their running maximum (no sort).
+    lead = np.flatnonzero(np.r_[True, pairs[1:] > np.maximum.accumulate(pairs)[:-1]]) if len(pairs) else pairs
     response_a = record_table.text_codes(llm)[0]
     # +1 when a record shows the texts in its pair's lead order, -1 when swapped.
     orient = np.where(response_a == response_a[lead][pairs], 1, -1).astype(np.int8)
@@ -69,7 +71,7 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     # Each member's one vote per pair: its verdict when every record of it on the pair agrees, else a tie.
     n_judges = len(judge_names)
     member_key = pairs.astype(np.int64) * n_judges + judges
-    keys, key_of = np.unique(member_key, return_inverse=True)
+    keys, key_of = _sorted_unique(member_key, n * n_judges)
     n_rec = np.bincount(key_of)
     member_vote = np.where(np.bincount(key_of, weights=vote == 1) == n_rec, 1,
                            np.where(np.bincount(key_of, weights=vote == -1) == n_rec, -1, 0))
@@ -100,6 +102,16 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     out["panel_members"] = _member_lists(keys % n_judges, key_pair, judge_names, chosen, n)
     out["n_verdicts"] = n_verdicts[chosen].astype(int)
     return out
+
+
+def _sorted_unique(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of integers in [0, bound): counted rather than
+    sorted where the bound is not far above their number."""
+    if bound > 4 * len(values) + 1024:
+        return np.unique(values, return_inverse=True)
+    present = np.bincount(values, minlength=bound) > 0
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[values]
 
 
 def _member_lists(member: np.ndarray, pair: np.ndarray, names: np.ndarray, chosen: np.ndarray, n: int) -> list:
