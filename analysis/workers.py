@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -44,9 +45,15 @@ def _forked_pool(n: int):
     # parent's whole heap. This process gets them back at once.
     gc.freeze()
     try:
-        return multiprocessing.get_context("fork").Pool(n)
+        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
     finally:
         gc.unfreeze()
+
+
+def _leave_interrupts_to_the_parent() -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent's KeyboardInterrupt
+    # stops the pool, and a worker's own would only add its traceback to the screen.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run(call: tuple[int, str, tuple]) -> tuple[int, Any]:

@@ -185,3 +185,32 @@ def test_a_file_of_pairs_still_to_judge_is_named_as_such(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"python -m analysis.report: error: no records found in {pairs} ({pairs}: file: "
                                    "skipped: pairs to be judged (no winner), not votes)")
+
+
+def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
+    """Ctrl-C while the workers compute: exit 130 with one line (no traceback from the
+    parent or from each worker), nothing reported as written, no process left behind."""
+    import signal
+
+    from core.records import write_records
+    from report_sample import synthetic_records
+
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(2000, seed=1))
+    proc = subprocess.Popen([sys.executable, "-m", "analysis.report", "--votes", str(votes), "--out",
+                             str(tmp_path / "out"), "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seen = ""
+    while "raters:" not in seen:  # the workers are running: their progress bar has started
+        char = proc.stderr.read(1)
+        assert char, f"the report ended before its workers started: {seen}"
+        seen += char
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert out == ""
+    assert err.splitlines()[-1] == "python -m analysis.report: interrupted"
+    assert "Traceback" not in err
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # no worker or painter outlived the report

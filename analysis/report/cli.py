@@ -109,6 +109,13 @@ def _draw(painter: Workers, report) -> Callable[[], dict[str, bytes]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    try:
+        return _report(parser, args)
+    except KeyboardInterrupt:  # Ctrl-C: nothing half-written is reported as written
+        parser.exit(130, f"{parser.prog}: interrupted\n")
+
+
+def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from core.records import RecordError
 
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
