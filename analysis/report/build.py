@@ -35,7 +35,6 @@ WEIGHTING = (
     "Arena-Hard-Auto weights them (analysis.ratings --weight-strong 3); style-controlled BT counts every verdict once"
 )
 
-
 CALIBRATED = (
     "one verdict per pair for judge and reference: the mean of prob_a over both orders where the records "
     "carry it (balanced position calibration, Wang et al. 2023), else the same winner in every order"

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from analysis.importers import describe_formats
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
@@ -94,18 +94,6 @@ def _prepare_painter() -> None:
     draw(fig)
 
 
-def _draw(painter: Workers, report) -> Callable[[], dict[str, bytes]]:
-    """Each figure handed to the painters; a function that waits for them all."""
-    from analysis.report.figures import FIGURES, figure
-
-    # The slowest first (bench/figures.py at 100k: leaderboards 0.17 s, position and length
-    # 0.13, families 0.11, ratings 0.10, worth 0.07), so the two painters finish together.
-    slowest = ("leaderboards", "position", "length", "families", "ratings")
-    order = sorted(FIGURES, key=lambda name: slowest.index(name) if name in slowest else len(slowest))
-    pending = {name: painter.submit(figure, report, name) for name in order}
-    return lambda: {name: image for name in FIGURES if (image := pending[name]()) is not None}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -145,8 +133,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     # The figures are drawn by two painter processes, forked now that the analysis' modules
     # are imported (forked earlier, they would import them again, on the cores the analysis
-    # needs): they import matplotlib while this process analyses, and draw, three figures
-    # each, while report.json and report.md are written.
+    # needs): they import matplotlib while this process analyses, and draw the figures,
+    # slowest first, while report.json and report.md are written.
     painters = min(args.workers or available_cpus(), available_cpus(), 2)
     with Workers(painters) as painter:
         for _ in range(painters):
@@ -159,6 +147,6 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             )
         except ValueError as exc:
             fail(str(exc))
-        paths = write_report(report, args.out, draw=lambda done: _draw(painter, done))
+        paths = write_report(report, args.out, submit=painter.submit)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
