@@ -17,6 +17,8 @@ from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 # without holding the GIL). Light on purpose until then, like analysis.report's __init__.
 _ANALYSIS = ("analysis.report.build", "analysis.report.render", "statsmodels.discrete.discrete_model")
 
+IMPORTER = "analysis-import"  # the thread's name
+
 __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,7 +111,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    threading.Thread(target=_import, args=_ANALYSIS, daemon=True).start()
+    importer = threading.Thread(target=_import, args=_ANALYSIS, name=IMPORTER, daemon=True)
+    importer.start()
     from analysis.importers.columnar import read_table
 
     try:
@@ -135,6 +138,10 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # are imported (forked earlier, they would import them again, on the cores the analysis
     # needs): they import matplotlib while this process analyses, and draw the figures,
     # slowest first, while report.json and report.md are written.
+    # Not before the importer is done: a module it is halfway through importing would stay
+    # locked, in a forked process, by a thread that is not there (a painter importing it hung
+    # the report for good).
+    importer.join()
     painters = min(args.workers or available_cpus(), available_cpus(), 2)
     with Workers(painters) as painter:
         for _ in range(painters):
