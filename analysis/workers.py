@@ -7,8 +7,7 @@ estimator takes its seed as an argument, so a task's result does not depend on t
 that ran it, nor on the order in which tasks finish.
 
 Where fork is not available (or one worker is asked for), the same tasks run in this
-process, one after the other. ``submit`` also runs a module-level function elsewhere while
-this process goes on (the report's figures are drawn so).
+process, one after the other.
 """
 
 from __future__ import annotations
@@ -77,8 +76,8 @@ class _Sized:
 class Workers:
     """A pool of ``n`` forked workers; use as a context manager. ``tasks`` (name -> function,
     closures welcome) are what ``run`` hands out: the data they read must exist before the
-    pool is entered (the fork). ``submit`` runs a module-level function (pickled by name).
-    One worker (or no fork on this OS) runs everything here instead, one call after another."""
+    pool is entered (the fork). One worker (or no fork on this OS) runs everything here
+    instead, one call after another."""
 
     def __init__(self, n: int, tasks: dict[str, Callable[..., Any]] | None = None):
         self.n = n if "fork" in multiprocessing.get_all_start_methods() else 1
@@ -116,11 +115,3 @@ class Workers:
         for index, result in done:
             results[index] = result
         return results
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-        """``fn(*args)`` started in a worker while this process goes on; a function that waits
-        for its result (an exception raised there is raised here). Without workers, the call
-        runs here when its result is asked for, and one never asked for does not run."""
-        if self._pool is None:
-            return lambda: fn(*args)
-        return self._pool.apply_async(fn, args).get

@@ -48,31 +48,3 @@ def test_progress_counts_each_result_as_it_arrives():
     with Workers(2, {"square": lambda x: x * x}) as pool:
         assert pool.run([("square", (k,)) for k in range(5)], progress, desc="squares") == [0, 1, 4, 9, 16]
     assert seen == [("squares", 5)]
-
-
-
-def _pid_and(value):
-    return os.getpid(), value
-
-
-def _refuse(value):
-    raise ValueError(f"cannot draw {value}")
-
-
-def test_submitted_calls_run_elsewhere_while_this_process_goes_on():
-    with Workers(2) as painter:
-        pending = painter.submit(_pid_and, "figures")
-        refused = painter.submit(_refuse, "nothing")
-        pid, value = pending()
-        assert value == "figures" and pid != os.getpid()
-        with pytest.raises(ValueError, match="cannot draw nothing"):
-            refused()
-
-
-def test_one_worker_runs_submitted_calls_here_and_only_when_asked():
-    seen = []
-    with Workers(1) as painter:
-        never = painter.submit(seen.append, "never asked")  # noqa: F841
-        asked = painter.submit(lambda: seen.append("asked") or os.getpid())
-        assert asked() == os.getpid()
-    assert seen == ["asked"]

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 import threading
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
-from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
+from analysis.workers import PARALLEL_ROWS, available_cpus
 
 # The modules of the analysis and the writers (pandas, scipy.stats, statsmodels: about a
 # second and a half), imported by a thread while the records are read (Arrow parses them
 # without holding the GIL). Light on purpose until then, like analysis.report's __init__.
-_ANALYSIS = ("analysis.report.build", "analysis.report.render", "statsmodels.discrete.discrete_model")
+_ANALYSIS = ("analysis.report.build", "analysis.report.render", "analysis.report.painters",
+             "statsmodels.discrete.discrete_model")
 
 IMPORTER = "analysis-import"  # the thread's name
 
@@ -85,17 +85,6 @@ def _import(*modules: str) -> None:
         importlib.import_module(name)
 
 
-def _prepare_painter() -> None:
-    """A painter's first task: matplotlib imported and its fonts loaded, at a lower priority so
-    that the analysis, not the painters, has the cores while both have work."""
-    os.nice(10)
-    from analysis.report.plotting import draw, new_figure
-
-    fig, (ax,) = new_figure((1.0, 1.0))
-    ax.set_title("warm")
-    draw(fig)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -129,23 +118,19 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     progress = None if args.quiet else _progress_bar
     from analysis.judging.annotator import read_run_timings
     from analysis.report.build import build_report
+    from analysis.report.painters import Painters
     from analysis.report.render import write_report
 
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)
-    # The figures are drawn by two painter processes, forked now that the analysis' modules
-    # are imported (forked earlier, they would import them again, on the cores the analysis
-    # needs): they import matplotlib while this process analyses, and draw the figures,
-    # slowest first, while report.json and report.md are written.
-    # Not before the importer is done: a module it is halfway through importing would stay
-    # locked, in a forked process, by a thread that is not there (a painter importing it hung
-    # the report for good).
+    # The figures are drawn by painter processes, forked now that the analysis' modules are
+    # imported (forked earlier, they would import them again, on the cores the analysis
+    # needs), though not before the importer is done: a module it is halfway through
+    # importing would stay locked, in a forked process, by a thread that is not there (a
+    # painter importing it hung the report for good).
     importer.join()
-    painters = min(args.workers or available_cpus(), available_cpus(), 2)
-    with Workers(painters) as painter:
-        for _ in range(painters):
-            painter.submit(_prepare_painter)
+    with Painters(min(args.workers or available_cpus(), available_cpus())) as painters:
         try:
             report = build_report(
                 table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
@@ -154,6 +139,6 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             )
         except ValueError as exc:
             fail(str(exc))
-        paths = write_report(report, args.out, submit=painter.submit)
+        paths = write_report(report, args.out, draw=painters.draw)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -12,10 +12,9 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from analysis.report.build import BiasReport, Ratings
-from analysis.report.figures import FIGURES, figure, figures, swapped_seen
+from analysis.report.figures import figures, swapped_seen
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
 from analysis.report.judging import judging_context
 from analysis.report.plotting import data_uri
@@ -212,20 +211,18 @@ def render_markdown(report: BiasReport) -> str:
 
 
 def write_report(report: BiasReport, out: str | Path,
-                 submit: Callable[..., Callable[[], Any]] | None = None) -> dict[str, Path]:
-    """report.json, report.md and report.html in ``out``. ``submit(fn, *args)``, if given,
-    starts ``fn(*args)`` elsewhere and returns a function that waits for its result
-    (:meth:`analysis.workers.Workers.submit`): each figure is drawn there while the JSON and
+                 draw: Callable[[BiasReport], Callable[[], dict[str, bytes]]] | None = None) -> dict[str, Path]:
+    """report.json, report.md and report.html in ``out``. ``draw(report)``, if given, starts
+    drawing the figures elsewhere and returns a function that waits for them
+    (:meth:`analysis.report.painters.Painters.draw`): they are drawn there while the JSON and
     Markdown are written here."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    drawn = {name: submit(figure, report, name) for name in FIGURES} if submit is not None else None
+    drawn = draw(report) if draw is not None else None
     summary = summary_blocks(report)
     context = _context(report, summary)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
-    figs = (figures(report) if drawn is None else
-            {name: image for name, wait in drawn.items() if (image := wait()) is not None})
-    paths["html"].write_text(_html(context, figs), encoding="utf-8")
+    paths["html"].write_text(_html(context, figures(report) if drawn is None else drawn()), encoding="utf-8")
     return paths
