@@ -242,3 +242,19 @@ def test_no_process_is_forked_while_modules_are_being_imported(tmp_path):
     if available_cpus() > 1:
         assert forks, "the painters were not forked: nothing was watched"
     assert not [f for f in forks if IMPORTER in f], forks
+
+
+def test_numpy_f2py_is_loaded_only_when_used():
+    """The start-up leaves out numpy's Fortran wrapper generator (scipy.stats touches it, the
+    report never uses it), and it still works when asked for."""
+    check = (
+        "import sys, types\n"
+        "from analysis.report.cli import _ANALYSIS, _import\n"
+        "_import(*_ANALYSIS)\n"
+        "assert 'scipy.stats' in sys.modules\n"
+        "assert type(sys.modules['numpy.f2py']) is not types.ModuleType, 'f2py was loaded'\n"
+        "import numpy.f2py\n"
+        "assert callable(numpy.f2py.run_main) and type(sys.modules['numpy.f2py']) is types.ModuleType\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
