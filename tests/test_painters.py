@@ -105,3 +105,19 @@ def test_one_painter_draws_here_when_asked(report):
     with Painters(1) as painters:
         assert painters._process is None
         assert painters.draw(report)() == figures(report)
+
+
+def test_a_painter_ending_as_it_is_stopped_says_nothing(report, capfd):
+    """The report stops its painters on the way out, maybe as the first one ends on its own,
+    its fork already reaped: it must end quietly (a traceback from it once reached the screen)."""
+    for _ in range(3):
+        with Painters(2) as painters:
+            first = painters._process.pid
+            wait = painters.draw(report)
+            deadline = time.monotonic() + 30
+            while not (forks := _children(first)) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            wait()
+            while not all(_gone(pid) for pid in forks) and time.monotonic() < deadline:
+                time.sleep(0.001)  # the fork has ended and been reaped: the first painter is ending
+        assert "Traceback" not in capfd.readouterr().err

@@ -14,6 +14,7 @@ so are those of a painter that was lost (killed).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -122,8 +123,9 @@ def _paint(report_in, images, taken) -> None:
             os._exit(0)  # never back into the first painter's code
 
     def stop(signum, frame):  # terminated (or Ctrl-C): the fork goes too, and is reaped
-        os.kill(child, signal.SIGKILL)
-        os.waitpid(child, 0)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):  # unless it already was
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
         os._exit(1)
 
     for signum in stops:
@@ -131,6 +133,8 @@ def _paint(report_in, images, taken) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     _draw_taken(report, images[0], taken)
     os.waitpid(child, 0)
+    for signum in stops:  # done: terminated now, this painter just ends
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _warm() -> None:
