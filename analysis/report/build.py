@@ -271,6 +271,9 @@ def _build_report(
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
 
+    judging = _JudgingTheJudges(by_rater, battle_frames, parse_errors, references, families, members,
+                                timings or {}, n_boot, rating_bootstrap, seed)
+
     def rater_task(name: str) -> RaterReport:
         rows = by_rater[name]
         family = families[name]
@@ -300,7 +303,7 @@ def _build_report(
                     debiased_rows(rows, calibrate=True), debiased_rows(ref_rows, calibrate=True), name, family,
                     reference, n_boot=n_boot, seed=seed, verdicts=CALIBRATED,
                 )
-        return RaterReport(
+        return judging.card(RaterReport(
             rater=name,
             is_human=name == HUMAN_RATER,
             family=family,
@@ -315,16 +318,15 @@ def _build_report(
             agreement_same_pairs=same_pairs,
             ranking=None,
             ratings=_ratings(battle_frames[name], rating_bootstrap, seed),
-        )
+        ))
 
     def worth_task(name: str, bt: pd.DataFrame | None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
         return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed)
 
-    judging = _JudgingTheJudges(by_rater, battle_frames, parse_errors, references, families, members,
-                                timings or {}, n_boot, rating_bootstrap, seed)
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
-    tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task}
+    tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task,
+             "families": lambda: _family_matrix(judged)}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     if n_workers > 1:
@@ -333,8 +335,9 @@ def _build_report(
         import statsmodels.discrete.discrete_model  # noqa: F401
     with Workers(n_workers, tasks) as pool:
         order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
-        done = pool.run([("rater", (n,)) for n in order] + [("controlled", ())], progress, desc="raters")
-        reports, controlled = dict(zip(order, done[:-1])), done[-1]
+        done = pool.run([("rater", (n,)) for n in order] + [("controlled", ()), ("families", ())], progress,
+                        desc="raters")
+        reports, (controlled, (matrix, counts)) = dict(zip(order, done[:-2])), done[-2:]
         reports = {n: reports[n] for n in names}
         human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
         if human_bt is not None:
@@ -346,13 +349,10 @@ def _build_report(
         done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
                          for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued],
                         progress, desc="judging the judges")
-    for name in names:
-        reports[name] = judging.card(reports[name])
     for name, fields in zip(judges, done):
         reports[name] = replace(reports[name], **fields)
     worth = tuple(w for found, _ in done[len(judges):] for w in found)
     worth_notes = tuple(note for _, notes in done[len(judges):] for note in notes)
-    matrix, counts = _family_matrix(judged)
     return BiasReport(
         raters=tuple(reports[n] for n in names),
         n_records=len(judged),
