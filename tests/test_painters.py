@@ -36,6 +36,14 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _forks_of(pid: int) -> list[int]:
+    """The children of painter ``pid`` once it has forked (waited for up to 30 s)."""
+    deadline = time.monotonic() + 30
+    while not (forks := _children(pid)) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    return forks
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -59,10 +67,7 @@ def test_the_second_painter_is_forked_from_the_first(report):
     with Painters(2) as painters:
         first = painters._process.pid
         wait = painters.draw(report)
-        deadline = time.monotonic() + 30
-        while not (forks := _children(first)) and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert forks, "the first painter forked no second one"
+        assert _forks_of(first), "the first painter forked no second one"
         wait()
 
 
@@ -93,9 +98,7 @@ def test_leaving_while_they_draw_stops_both_painters(report):
     with Painters(2) as painters:
         first = painters._process.pid
         painters.draw(report)  # never waited for
-        deadline = time.monotonic() + 30
-        while not (forks := _children(first)) and time.monotonic() < deadline:
-            time.sleep(0.005)
+        forks = _forks_of(first)
         assert forks
     assert _gone(first)
     assert all(_gone(pid) for pid in forks)
@@ -114,10 +117,9 @@ def test_a_painter_ending_as_it_is_stopped_says_nothing(report, capfd):
         with Painters(2) as painters:
             first = painters._process.pid
             wait = painters.draw(report)
-            deadline = time.monotonic() + 30
-            while not (forks := _children(first)) and time.monotonic() < deadline:
-                time.sleep(0.002)
+            forks = _forks_of(first)
             wait()
+            deadline = time.monotonic() + 30
             while not all(_gone(pid) for pid in forks) and time.monotonic() < deadline:
                 time.sleep(0.001)  # the fork has ended and been reaped: the first painter is ending
         assert "Traceback" not in capfd.readouterr().err
