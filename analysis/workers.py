@@ -12,6 +12,7 @@ process, one after the other.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -19,7 +20,7 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus", "frozen_heap"]
 
 # Below this many verdicts a report takes about a second: forking workers would cost more
 # than it saves.
@@ -38,15 +39,21 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _forked_pool(n: int):
-    # Objects alive at the fork are moved out of the collector's reach for the workers: a
-    # worker's first full collection would otherwise walk (and copy, page by page) the
-    # parent's whole heap. This process gets them back at once.
+@contextlib.contextmanager
+def frozen_heap():
+    """Around a fork: the objects alive at it are moved out of the collector's reach for the
+    forked processes (a child's first full collection would otherwise walk, and copy page by
+    page, the parent's whole heap). This process gets them back when the block ends."""
     gc.freeze()
     try:
-        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
+        yield
     finally:
         gc.unfreeze()
+
+
+def _forked_pool(n: int):
+    with frozen_heap():
+        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
 
 
 def _leave_interrupts_to_the_parent() -> None:
@@ -79,9 +86,9 @@ class Workers:
     pool is entered (the fork). One worker (or no fork on this OS) runs everything here
     instead, one call after another."""
 
-    def __init__(self, n: int, tasks: dict[str, Callable[..., Any]] | None = None):
+    def __init__(self, n: int, tasks: dict[str, Callable[..., Any]]):
         self.n = n if "fork" in multiprocessing.get_all_start_methods() else 1
-        self.tasks = tasks or {}
+        self.tasks = tasks
         self._pool = None
 
     def __enter__(self) -> Workers:

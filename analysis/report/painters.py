@@ -15,13 +15,14 @@ so are those of a painter that was lost (killed).
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import signal
 from collections.abc import Callable
 from multiprocessing import connection
 from typing import TYPE_CHECKING
+
+from analysis.workers import frozen_heap
 
 if TYPE_CHECKING:
     from analysis.report.build import BiasReport
@@ -44,13 +45,10 @@ class Painters:
             self._taken = ctx.Value("i", 0)  # figures handed out so far, shared by both painters
             self._report_in, self._report_out = ctx.Pipe(duplex=False)
             self._images = [ctx.Pipe(duplex=False) for _ in range(self.n)]
-            gc.freeze()  # as in analysis.workers: the painter's collections leave the parent's heap alone
-            try:
-                self._process = ctx.Process(target=_paint, daemon=True,
-                                            args=(self._report_in, [w for _, w in self._images], self._taken))
+            self._process = ctx.Process(target=_paint, daemon=True,
+                                        args=(self._report_in, [w for _, w in self._images], self._taken))
+            with frozen_heap():
                 self._process.start()
-            finally:
-                gc.unfreeze()
             self._report_in.close()
             for _, writer in self._images:
                 writer.close()
