@@ -56,9 +56,20 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-_IDS = ("rater", "voter", "model_a", "model_b", "family_a", "family_b", "judge_family", "winner")
+# Ids as Python strings, each distinct one made once (_python_strings): the estimators group,
+# match and count on these columns many times, and pandas hashes object arrays far faster than
+# it converts Arrow strings (seconds a call at a million rows). "rater" and "voter" are made
+# from "judge", "winner" with the verdict's codes.
+_IDS = ("model_a", "model_b", "family_a", "family_b", "judge_family")
 # Keys only grouped and matched on, never shown: integers in the order of their texts.
 _KEYS = ("pair_id", "prompt")
+
+
+def _python_strings(column) -> tuple[np.ndarray, np.ndarray]:
+    """``column``'s codes and its distinct values as Python objects, None last: code -1
+    (missing) takes it."""
+    codes, distinct = pd.factorize(column)
+    return codes, np.append(np.asarray(distinct, dtype=object), None)
 
 
 def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str | None = None,
@@ -77,10 +88,9 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     """
     source = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
     human = record_table.is_person(source, human_prefix)
-    # The judges as Python strings, each distinct one made once (see _IDS below), for the
-    # voters and, people pooled under one name, the raters.
-    judge_codes, judges = pd.factorize(source["judge"])
-    voter = np.append(np.asarray(judges, dtype=object), None)[judge_codes]
+    # The voters, and the raters: people pooled under one name.
+    judge_codes, judges = _python_strings(source["judge"])
+    voter = judges[judge_codes]
     rater = voter.copy()
     rater[human] = HUMAN_RATER
     failed = source["parse_error"].notna().to_numpy()
@@ -100,16 +110,14 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
         "prompt": usable["prompt_id"].fillna(usable["prompt"]), "strength": usable["strength"].astype(float),
         "suspect": usable["suspect"].astype(bool),
     }, index=usable.index).reset_index(drop=True)
-    # Ids as Python strings, each distinct one made once: the estimators group, match and
-    # count on these columns many times, and pandas hashes object arrays far faster than it
-    # converts Arrow strings (seconds a call at a million rows).
-    for name in _IDS[2:]:  # rater and voter are made above
-        codes, distinct = pd.factorize(table[name])
-        distinct = np.append(np.asarray(distinct, dtype=object), None)  # code -1: missing
+    for name in _IDS:
+        codes, distinct = _python_strings(table[name])
         table[name] = pd.Series(distinct[codes], dtype=object)
-        if name == "winner":  # the verdict read once per distinct value, not compared row by row
-            decisive = np.array([w in ("model_a", "model_b") for w in distinct])[codes]
-            shown = np.array([{"model_a": 1, "model_b": -1}.get(w, 0) for w in distinct], dtype=np.int8)[codes]
+    codes, verdicts = _python_strings(table["winner"])
+    table["winner"] = pd.Series(verdicts[codes], dtype=object)
+    # The verdict read once per distinct value, not compared row by row.
+    decisive = np.array([w in ("model_a", "model_b") for w in verdicts])[codes]
+    shown = np.array([{"model_a": 1, "model_b": -1}.get(w, 0) for w in verdicts], dtype=np.int8)[codes]
     for name in _KEYS if key_codes else ():
         # Codes numbered in the texts' sorted order, so every sort by them (groupby's) keeps the
         # order the texts had: a million string comparisons per sort become integer ones.
