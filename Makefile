@@ -34,7 +34,7 @@ postgres: $(INITDB)
 
 # Convert the embedded GGUF models once and cache the weights (later loads take seconds).
 prepare: $(STAMP)
-	$(BIN)/python -m core.prepare
+	$(BIN)/python -m pairlab.prepare
 
 demo: prepare
 	$(BIN)/python app.py

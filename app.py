@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from arena.battles import Arena
     from arena.web import build_app
-    from core.models import DEFAULT_CONFIG as MODELS_CONFIG
-    from core.models import get_model
+    from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
+    from pairlab.models import get_model
 
     models = {}
     for name in config.models:
@@ -96,9 +96,9 @@ def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     from arena.store import VoteStore
-    from core.backends.base import BackendError
-    from core.models import DEFAULT_CONFIG as MODELS_CONFIG
-    from core.models import resolve
+    from pairlab.backends.base import BackendError
+    from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
+    from pairlab.models import resolve
 
     try:
         config = load_config(args.config, **({"db": db_url(args.db, Path.cwd())} if args.db else {}))

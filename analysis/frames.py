@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import record_table
-from core.ratable import prompt_set_left_out
-from core.records import Record, is_human
+from pairlab.ratable import prompt_set_left_out
+from pairlab.records import Record, is_human
 
 __all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame"]
 
@@ -121,7 +121,7 @@ def _read(path: Path, skip_bad: bool, prompt_set_rated: bool) -> pd.DataFrame:
 
     records = load_records(path, skip_bad=skip_bad)
     frame = records_to_frame(records)
-    # The arena's prompt-set votes its leaderboard leaves out (core.ratable: one rule for both).
+    # The arena's prompt-set votes its leaderboard leaves out (pairlab.ratable: one rule for both).
     frame["prompt_set_left_out"] = prompt_set_left_out(records, prompt_set_rated=prompt_set_rated)
     return frame
 
@@ -150,7 +150,7 @@ def load_frame(
     ``humans_only`` keeps human judges; ``anonymous_only`` drops votes cast with model names
     shown; ``exclude_leaks`` drops votes flagged ``identity_leak``; ``categories`` keeps
     those categories. The arena's prompt-set votes that its leaderboard leaves out are
-    dropped by the leaderboard's own rule (:mod:`core.ratable`; ``prompt_set_rated`` as the
+    dropped by the leaderboard's own rule (:mod:`pairlab.ratable`; ``prompt_set_rated`` as the
     arena's setting of that name) unless ``include_prompt_set``. Records without a verdict
     (``parse_error``; ``winner`` null) are dropped: they count as parse failures, never as
     battles. ``with_failures`` keeps them

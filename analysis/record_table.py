@@ -1,6 +1,6 @@
 """Records as columns: one row per record, the fields the analyses read as pandas columns.
 
-A million records as :class:`core.records.Record` objects cost a Python object per field
+A million records as :class:`pairlab.records.Record` objects cost a Python object per field
 before any analysis starts; the report reads them as columns instead. The table holds
 the record fields by name (``pair_id, prompt, model_a, model_b, response_a, response_b,
 winner, judge, judge_type, family_a, family_b, judge_family, prompt_id, category, prob_a,
@@ -11,7 +11,7 @@ fields: ``mode`` (``meta.mode``), ``suspect`` (``meta.suspect_verdict``), ``base
 
 Two ways in, the same table out: :func:`from_records` (any importer's records) and
 :func:`from_arrow` (a records file read column-wise by :mod:`analysis.importers.columnar`,
-checked by the rules of :meth:`core.records.Record.validate`).
+checked by the rules of :meth:`pairlab.records.Record.validate`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.ratable import record_setting
-from core.records import HUMAN, WINNERS, Record, RecordError
+from pairlab.ratable import record_setting
+from pairlab.records import HUMAN, WINNERS, Record, RecordError
 
 __all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "stack", "text_codes"]
 
@@ -179,7 +179,7 @@ def _truthy(values: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray
 
 def _flag_column(table: pa.Table, name: str, default: bool) -> np.ndarray:
     """The record's own field where set, else its meta's, else ``default`` (as
-    :func:`core.ratable.record_setting`)."""
+    :func:`pairlab.ratable.record_setting`)."""
     own = table[name] if name in table.column_names else None
     meta = _child(table, name)
     out = _truthy(meta, table.num_rows, default)
@@ -265,7 +265,7 @@ def _numbers(table: pa.Table, name: str, integer: bool = False) -> np.ndarray:
 
 
 def is_person(table: pd.DataFrame, human_prefix: str | None = None) -> np.ndarray:
-    """Which rows are people's votes: judge ``human`` or ``human:<id>`` (:func:`core.records.is_human`),
+    """Which rows are people's votes: judge ``human`` or ``human:<id>`` (:func:`pairlab.records.is_human`),
     or, with ``human_prefix``, any judge whose id starts with it."""
     judge = table["judge"]
     person = (judge == HUMAN) | judge.str.startswith(HUMAN + ":")

@@ -6,7 +6,7 @@ needs. Verdicts are read in two frames:
 * the *shown* frame: ``first_wins`` is 1 when the first-shown response won, 0 when the
   second won, NaN for ties (position bias is read here);
 * the *canonical* frame, independent of display order: the two response texts are
-  sorted (as :func:`core.records.make_pair_id` does), ``canon`` is +1 when the
+  sorted (as :func:`pairlab.records.make_pair_id` does), ``canon`` is +1 when the
   sorted-first text won, -1 when the other did, 0 for a tie. Two records of the same
   pair shown in opposite orders agree exactly when their ``canon`` values are equal.
 """
@@ -23,7 +23,7 @@ import pandas as pd
 
 from analysis import record_table
 from analysis.resample import distinct_rows, kind_draws
-from core.records import HUMAN, Record
+from pairlab.records import HUMAN, Record
 
 __all__ = [
     "HUMAN_RATER",

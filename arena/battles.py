@@ -32,11 +32,11 @@ from arena.sampling import PairSampler
 from arena.sessions import SessionSigner, Voter
 from arena.slots import Slot, Slots
 from arena.store import VoteStore
-from core.backends.base import BackendError, GenerationParams, Model
-from core.models import DEFAULT_CONFIG as MODELS_CONFIG
-from core.models import family_of, resolve
-from core.records import Pair, Record, make_pair_id, read_pairs
-from core.prompts import PromptItem, load_prompts
+from pairlab.backends.base import BackendError, GenerationParams, Model
+from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
+from pairlab.models import family_of, resolve
+from pairlab.records import Pair, Record, make_pair_id, read_pairs
+from pairlab.prompts import PromptItem, load_prompts
 
 # Voter's button -> the record's winner value (FastChat's vocabulary).
 CHOICES = {"a": "model_a", "b": "model_b", "tie": "tie", "bothbad": "tie (bothbad)"}

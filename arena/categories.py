@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from core.records import Record
+from pairlab.records import Record
 
 # FastChat's "long user query" is >= 500 tokens; this arena caps prompts at 2,000
 # characters (about 500 tokens), so the cut is stated in characters.

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.backends.base import GenerationParams
+from pairlab.backends.base import GenerationParams
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "data" / "arena.toml"
@@ -22,7 +22,7 @@ REVEALS = ("common_pace", "when_done")
 @dataclass(frozen=True)
 class ArenaConfig:
     models: tuple[str, ...] = ()
-    model_config: Path | None = None  # models.toml; None: core's default
+    model_config: Path | None = None  # models.toml; None: pairlab's default
     db: str = f"sqlite:///{ROOT / 'data' / 'arena.db'}"
     sampling: str = "uniform"
     weights: dict[str, float] = field(default_factory=dict)

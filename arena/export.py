@@ -15,7 +15,7 @@ from pathlib import Path
 
 from arena.config import db_url
 from arena.store import VoteStore
-from core.records import Record, write_records
+from pairlab.records import Record, write_records
 
 
 def to_fastchat(record: Record) -> dict:

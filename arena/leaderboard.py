@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from arena.categories import CATEGORIES, in_category, language_name
-from core.records import Record
+from pairlab.records import Record
 
 # Ridge on log-strengths when the MLE does not exist: l2/2 |theta|^2 is a N(0, 1/l2) prior.
 PRIOR_L2 = 1.0

@@ -34,7 +34,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field, StringConstraints
 
 from arena.limits import BodyLimit
-from core.backends.base import GenerationParams, Model, PromptTooLong
+from pairlab.backends.base import GenerationParams, Model, PromptTooLong
 
 API_KEY_ENV = "PAIRLAB_SERVE_API_KEY"
 Stop = Annotated[str, StringConstraints(max_length=64)]
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from core.models import get_model
+    from pairlab.models import get_model
 
     model = get_model(args.model, backend="transformers")
     print(f"serving {model.id} on http://{args.host}:{args.port}/v1", flush=True)

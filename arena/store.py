@@ -52,8 +52,8 @@ from sqlalchemy.exc import IntegrityError
 from arena import hygiene
 from arena.errors import AlreadyVoted, NotReady, Refused, UnknownBattle
 from arena.sessions import lineage
-from core.ratable import AUTHENTICATED, PROMPT_SET_MODE
-from core.records import Record
+from pairlab.ratable import AUTHENTICATED, PROMPT_SET_MODE
+from pairlab.records import Record
 
 log = logging.getLogger(__name__)
 metadata = MetaData()
@@ -371,7 +371,7 @@ class VoteStore:
         self._writer.submit(write)
 
     def ratable(self, counted: bool = True):
-        """The votes ratings count, as :mod:`core.ratable` defines them (the rule analysis
+        """The votes ratings count, as :mod:`pairlab.ratable` defines them (the rule analysis
         applies to exported records), in SQL: anonymous, leak-free, not set aside by vote
         hygiene (``counted``; see :mod:`arena.hygiene`), and no prompt-set votes unless
         ``prompt_set_rated``; then only logged-in voters' first vote on each pair."""

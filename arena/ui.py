@@ -30,7 +30,7 @@ from arena.api import GENERIC_ERROR, request_voter
 from arena.battles import Arena, Battle
 from arena.errors import Refused, UnknownBattle
 from arena.sessions import Voter
-from core.records import Record
+from pairlab.records import Record
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from arena.battles import Arena  # noqa: E402
 from arena.config import ArenaConfig  # noqa: E402
 from arena.store import VoteStore  # noqa: E402
-from core.backends.base import GenerationParams  # noqa: E402
+from pairlab.backends.base import GenerationParams  # noqa: E402
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 TTFT_TARGET_S = 1.0
@@ -59,7 +59,7 @@ def report(name: str, values: list[float], tail: int, target: float) -> None:
 
 
 def bench_first_token(battles: int, max_new_tokens: int, workdir: Path) -> None:
-    from core.models import get_model
+    from pairlab.models import get_model
 
     models = {name: get_model(name) for name in ("smollm2-135m-instruct", "gemma3-270m")}
     config = ArenaConfig(db=f"sqlite:///{workdir / 'ttft.db'}", rate_limit=10_000, global_rate_limit=10_000,

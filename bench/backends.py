@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.backends.base import GenerationParams  # noqa: E402
-from core.models import get_model  # noqa: E402
+from pairlab.backends.base import GenerationParams  # noqa: E402
+from pairlab.models import get_model  # noqa: E402
 
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 PROMPTS = [
@@ -45,8 +45,8 @@ def load_seconds(model_id: str, cache: str) -> tuple[float, float]:
     """(model load, library imports) seconds in a fresh process. The imports (torch,
     transformers and its lazy tokenizer modules) cost the same cold or warm, so the
     target is judged on the model load; the total is printed beside it."""
-    code = ("import time; t0=time.perf_counter(); import core.backends.hf, transformers.models.auto.tokenization_auto; "
-            "t1=time.perf_counter(); from core.models import get_model; "
+    code = ("import time; t0=time.perf_counter(); import pairlab.backends.hf, transformers.models.auto.tokenization_auto; "
+            "t1=time.perf_counter(); from pairlab.models import get_model; "
             f"get_model({model_id!r}); t2=time.perf_counter(); print(t2-t1, t1-t0)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={**os.environ, "PAIRLAB_CACHE": cache})

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from core.records import write_records  # noqa: E402
+from pairlab.records import write_records  # noqa: E402
 from report_sample import iter_synthetic_records  # noqa: E402
 
 GOAL_S = 0.4

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from core.models import get_model  # noqa: E402
+from pairlab.models import get_model  # noqa: E402
 from analysis.importers.pandalm import pairs_to_judge  # noqa: E402
-from core.records import Pair  # noqa: E402
+from pairlab.records import Pair  # noqa: E402
 from judges.runner import JudgeConfig, judge_pairs, logprob_context, plan_chunks  # noqa: E402
 from judges.store import RunFiles  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402

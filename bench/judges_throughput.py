@@ -41,7 +41,7 @@ sys.path.insert(1, str(ROOT / "tests"))
 import httpx  # noqa: E402
 
 from analysis.importers.pandalm import pairs_to_judge  # noqa: E402
-from core.records import Pair, write_records  # noqa: E402
+from pairlab.records import Pair, write_records  # noqa: E402
 from judges import run as judges_run  # noqa: E402
 from judges.runner import JudgeConfig, plan_chunks  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402

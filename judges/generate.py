@@ -23,10 +23,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from core.backends.base import Completion, Model
-from core.records import Pair, RecordError, make_pair_id, write_records
+from pairlab.backends.base import Completion, Model
+from pairlab.records import Pair, RecordError, make_pair_id, write_records
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
-from core.prompts import PromptItem, load_prompts
+from pairlab.prompts import PromptItem, load_prompts
 
 __all__ = ["CUT_MARK", "answer", "build_pairs", "end_at_sentence", "main"]
 
@@ -108,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
 def check_models(names: Sequence[str]) -> dict:
     """Every model's spec, or a BackendError naming the first that cannot be used, before
     anything is generated (a typo in the last name must not cost the first model's run)."""
-    from core.backends.base import BackendError
-    from core.models import resolve
+    from pairlab.backends.base import BackendError
+    from pairlab.models import resolve
 
     specs = {}
     for name in names:
@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_size < 1 or (args.max_new_tokens is not None and args.max_new_tokens < 1):
         parser.error("--batch-size and --max-new-tokens must be at least 1")
 
-    from core.backends.base import BackendError
-    from core.models import get_model
+    from pairlab.backends.base import BackendError
+    from pairlab.models import get_model
 
     try:
         specs = check_models(models)

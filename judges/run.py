@@ -34,7 +34,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from core.records import RecordError, read_pairs
+from pairlab.records import RecordError, read_pairs
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
 from judges.runner import MODES, JudgeConfig, judge_pairs
 from judges.store import OutputLocked, RunFiles
@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = ["python", "-m", "judges.run", *(sys.argv[1:] if argv is None else argv)]
 
-    from core.backends.base import BackendError
-    from core.models import resolve
+    from pairlab.backends.base import BackendError
+    from pairlab.models import resolve
 
     try:
         template = get_template(args.template)
@@ -239,7 +239,7 @@ def _previous_runs(manifest, log) -> list[dict]:
 
 def _load_judge(args, backend: str):
     """The judge model, checked before any work: a server that answers, a chat it can render."""
-    from core.models import get_model
+    from pairlab.models import get_model
 
     if backend == "openai":
         kwargs = {"concurrency": args.concurrency, "endpoints": args.endpoint}
@@ -257,8 +257,8 @@ def _load_judge(args, backend: str):
 
 
 def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, files: RunFiles) -> int:
-    from core.backends.base import BackendError
-    from core.models import family_of
+    from pairlab.backends.base import BackendError
+    from pairlab.models import family_of
 
     manifest = manifest_path(args.out)
     mixed = _other_strip_setting(manifest, args.out, config.strip_reasoning)

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from core.backends.base import BackendError, GenerationParams, Model
-from core.records import Pair, Record
+from pairlab.backends.base import BackendError, GenerationParams, Model
+from pairlab.records import Pair, Record
 from judges.slot import FORCED, FREE, can_force, force_verdicts
 from judges.inflight import completed
 from judges.reasoning import split_reasoning, strip_reasoning
@@ -442,7 +442,7 @@ def judge_pairs(
     """
     judge_id = judge_id or model.id
     if judge_family is None:
-        from core.models import family_of
+        from pairlab.models import family_of
 
         judge_family = family_of(judge_id)
     if concurrency is not None and concurrency < 1:

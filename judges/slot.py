@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.backends.base import Model
+from pairlab.backends.base import Model
 from judges.templates import JudgeTemplate
 
 __all__ = ["FREE", "FORCED", "SlotVerdict", "can_force", "force_verdicts", "slot_context"]

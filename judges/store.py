@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.records import Record, RecordError, append_jsonl, iter_jsonl
+from pairlab.records import Record, RecordError, append_jsonl, iter_jsonl
 
 __all__ = ["OutputLocked", "RunFiles", "TaskKey", "failures_path", "task_key"]
 

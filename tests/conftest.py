@@ -18,14 +18,14 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm():
-    from core.models import get_model
+    from pairlab.models import get_model
 
     return get_model("smollm2-135m-instruct")
 
 
 @pytest.fixture(scope="session")
 def gemma():
-    from core.models import get_model
+    from pairlab.models import get_model
 
     return get_model("gemma3-270m")
 

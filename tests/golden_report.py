@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.records import write_records
+from pairlab.records import write_records
 from report_sample import synthetic_records
 
 SAMPLE = {"n_pairs": 1500, "seed": 7, "rich": True}

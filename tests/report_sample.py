@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from core.records import make_pair_id
+from pairlab.records import make_pair_id
 
 MODELS = {"llama-a": ("llama", 0.4), "llama-b": ("llama", 0.1), "bloom-a": ("bloom", 0.0), "bloom-b": ("bloom", -0.2),
           "opt-a": ("opt", -0.3), "opt-b": ("opt", 0.2), "pythia-a": ("pythia", 0.0), "pythia-b": ("pythia", -0.1)}

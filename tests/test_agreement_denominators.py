@@ -14,7 +14,7 @@ import pytest
 
 from analysis.judging.agreement import agreement, baseline_items
 from analysis.stats import judgment_table
-from core.records import Record
+from pairlab.records import Record
 
 
 def _record(i, judge, a_first: bool, a_wins: bool | None, rng_texts):

@@ -11,7 +11,7 @@ import pytest
 from analysis.judging.annotator import annotator_card, read_run_timings
 from analysis.frames import records_to_frame
 from analysis.ratings import add_style_features
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 PLAIN = "Paris is the capital of France, and it has been for a long time."
 LISTED = "The capital:\n- Paris\n- since the 10th century\n\n**Paris**"

@@ -17,7 +17,7 @@ from arena_wire import GradioPage
 from arena.leaderboard import compute
 from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
-from core.records import Pair, make_pair_id, read_pairs, write_records
+from pairlab.records import Pair, make_pair_id, read_pairs, write_records
 
 pytestmark = pytest.mark.slow
 

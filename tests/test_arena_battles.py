@@ -9,7 +9,7 @@ import pytest
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.errors import NotReady, Refused, UnknownBattle
-from core.backends.base import GenerationParams
+from pairlab.backends.base import GenerationParams
 
 pytestmark = pytest.mark.slow
 

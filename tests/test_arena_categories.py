@@ -3,7 +3,7 @@
 import pytest
 
 from arena.categories import in_category, language, views
-from core.records import Record
+from pairlab.records import Record
 
 
 def record(prompt, turns=1, response_a="ok", response_b="fine"):

@@ -31,7 +31,7 @@ def test_urls_pass_through_and_bad_values_are_refused(tmp_path):
 
 
 def test_arena_depends_on_core_and_analysis_only():
-    """The arena imports no judges code (the prompt loader lives in core)."""
+    """The arena imports no judges code (the prompt loader lives in pairlab)."""
     import ast
 
     imported = set()

@@ -15,7 +15,7 @@ from arena.export import main as export_main
 from arena.hygiene import anomalous_voters, sequential_fisher, vote_pvalues
 from arena.leaderboard import compute
 from arena.store import VoteStore
-from core.records import read_records
+from pairlab.records import read_records
 from test_arena_store import write_pairs
 
 STRENGTH = {"strong": 1.0, "middle": 0.0, "weak": -1.0}

@@ -160,7 +160,7 @@ def test_one_tie_vote_shows_no_zero_width_interval_and_counts_read_right(arena):
 def test_win_fractions_of_a_pair_sum_to_one_as_shown():
     from arena.leaderboard import matrices
     from arena.ui import _heatmap
-    from core.records import Record
+    from pairlab.records import Record
 
     votes = [Record(pair_id=str(i), prompt="p", model_a="x", model_b="y", response_a="a", response_b="b",
                     winner="model_a" if i < 6 else "model_b", judge="human") for i in range(11)]

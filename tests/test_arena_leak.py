@@ -20,7 +20,7 @@ def test_respects_word_boundaries():
 
 
 def test_an_unknown_family_is_not_a_name():
-    # core.models.family_of answers "unknown" for unnamed models; the arena drops it.
+    # pairlab.models.family_of answers "unknown" for unnamed models; the arena drops it.
     assert LeakDetector().find("The answer is unknown.") == []
 
 
@@ -58,7 +58,7 @@ def test_a_prompt_that_names_a_model_flags_the_vote(tmp_path):
     from arena.battles import Arena
     from arena.config import ArenaConfig
     from arena.store import VoteStore
-    from core.records import Pair, make_pair_id, write_records
+    from pairlab.records import Pair, make_pair_id, write_records
 
     pairs = tmp_path / "pairs.jsonl"
     write_records(pairs, [Pair(pair_id=make_pair_id("Are you Gemma?", "Yes.", "No."), prompt="Are you Gemma?",

@@ -18,8 +18,8 @@ from arena.config import ArenaConfig
 from arena.process import ModelServer
 from arena.store import VoteStore
 from arena.web import build_app
-from core.backends.base import GenerationParams
-from core.models import get_model
+from pairlab.backends.base import GenerationParams
+from pairlab.models import get_model
 
 pytestmark = pytest.mark.slow
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")

@@ -11,7 +11,7 @@ from arena.config import ArenaConfig
 from arena.errors import AlreadyVoted, NotReady, Refused
 from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
-from core.backends.base import GenerationParams
+from pairlab.backends.base import GenerationParams
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
 
 pytestmark = pytest.mark.slow

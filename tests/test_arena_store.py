@@ -16,7 +16,7 @@ from arena.errors import AlreadyVoted, NotReady, RateLimited, Refused, UnknownBa
 from arena.export import main as export_main
 from arena.sessions import Voter
 from arena.store import VoteStore
-from core.records import Pair, Record, make_pair_id, read_records, write_records
+from pairlab.records import Pair, Record, make_pair_id, read_records, write_records
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -325,7 +325,7 @@ def test_a_failed_insert_is_an_error_not_already_voted(arena, tmp_path):
 
 @pytest.mark.parametrize("prompt_set_rated", [False, True])
 def test_analysis_leaves_out_the_prompt_set_votes_the_leaderboard_leaves_out(tmp_path, store_url, prompt_set_rated):
-    """One rule (core.ratable) for the leaderboard's SQL and for analysis of exported records:
+    """One rule (pairlab.ratable) for the leaderboard's SQL and for analysis of exported records:
     without prompt_set_rated no prompt-set vote counts; with it, a logged-in voter's first
     vote on each pair only."""
     from analysis.frames import load_frame
@@ -348,7 +348,7 @@ def test_analysis_leaves_out_the_prompt_set_votes_the_leaderboard_leaves_out(tmp
     else:
         assert len(load_frame(out)) == 0
         assert len(load_frame(out, include_prompt_set=True)) == len(everything)
-    from core.ratable import ratable
+    from pairlab.ratable import ratable
 
     assert [r.meta["battle_id"] for r, ok in zip(everything, ratable(everything, prompt_set_rated=prompt_set_rated))
             if ok] == [r.meta["battle_id"] for r in rated]

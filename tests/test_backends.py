@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from core.backends.base import BackendError, GenerationParams
-from core.models import family_of, get_model, resolve
+from pairlab.backends.base import BackendError, GenerationParams
+from pairlab.models import family_of, get_model, resolve
 
 QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
 SHORT = GenerationParams(max_new_tokens=24)
@@ -122,7 +122,7 @@ def test_score_single_token_matches_multi_token_path(smollm):
 def test_cache_makes_the_second_load_fast(tmp_path):
     """A cold load converts the GGUF; a warm one reads the cached safetensors."""
     env_cache = str(tmp_path / "cache")
-    code = ("import time,os; t=time.perf_counter(); from core.models import get_model; "
+    code = ("import time,os; t=time.perf_counter(); from pairlab.models import get_model; "
             "m=get_model('smollm2-135m-instruct'); print(round(time.perf_counter()-t,3))")
 
     def load_seconds() -> float:

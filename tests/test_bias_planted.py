@@ -19,7 +19,7 @@ from analysis.bias.position import debiased_verdicts, position_bias
 from analysis.report import build_report, report_json
 from analysis.bias.self_family import self_family_bias
 from analysis.stats import judgment_table
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 MODELS = {  # id: (family, strength on the logit scale)
     "llama-x": ("llama", 0.5),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.process import ROOT, AppProcess
-from core.models import load_config
+from pairlab.models import load_config
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import pytest
 from analysis.importers import load_records
 from analysis.ratings import CENTRE, ELO_SCALE, rate
 from analysis.ratings.reference import reference_bradley_terry
-from core.records import Record, make_pair_id, read_records, write_records
+from pairlab.records import Record, make_pair_id, read_records, write_records
 from judges.templates import BUILTIN, TemplateError, load_template_file
 from judges.verdicts import VerdictError, parse_verdict, strength_from_label, winner_from_label
 

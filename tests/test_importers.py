@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis.importers import import_paths, load_records
-from core.records import RecordError, write_records
+from pairlab.records import RecordError, write_records
 
 
 def test_pandalm_folder(shared_data):

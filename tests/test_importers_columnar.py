@@ -14,7 +14,7 @@ from analysis import record_table
 from analysis.importers import import_paths
 from analysis.importers.columnar import read_table
 from analysis.report import build_report, report_json
-from core.records import RecordError, write_records
+from pairlab.records import RecordError, write_records
 from report_sample import synthetic_records
 
 

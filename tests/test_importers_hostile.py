@@ -19,7 +19,7 @@ import pytest
 
 from analysis.importers import import_paths
 from analysis.report.cli import main as report_main
-from core.records import Record, RecordError, make_pair_id
+from pairlab.records import Record, RecordError, make_pair_id
 
 NESTED = "[" * 100_000 + "]" * 100_000
 

@@ -16,7 +16,7 @@ import pytest
 
 from analysis.frames import load_frame
 from analysis.importers import FORMATS, import_paths, load_records
-from core.records import RecordError, read_records, write_records
+from pairlab.records import RecordError, read_records, write_records
 
 CONV_A = [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"},
           {"role": "user", "content": "And 3+3?"}, {"role": "assistant", "content": "6, since 3+3=6."}]

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from core.records import RecordError
-from core.prompts import load_prompts
+from pairlab.records import RecordError
+from pairlab.prompts import load_prompts
 
 
 def test_mt_bench_questions_give_their_first_turn(shared_data):
@@ -62,10 +62,10 @@ def test_skip_bad_collects_rows_and_keeps_the_rest(tmp_path):
 
 
 def test_every_model_pair_per_prompt_with_an_order_free_pair_id():
-    from core.backends.base import Completion
-    from core.records import make_pair_id
+    from pairlab.backends.base import Completion
+    from pairlab.records import make_pair_id
     from judges.generate import build_pairs
-    from core.prompts import PromptItem
+    from pairlab.prompts import PromptItem
 
     prompts = [PromptItem("p1", "1", "math", "ref"), PromptItem("p2", "2")]
     answers = {m: [Completion(f"{m} on {p.prompt}", 3, "stop") for p in prompts] for m in ("x", "y", "z")}
@@ -100,9 +100,9 @@ def test_the_shipped_prompt_set_has_no_answer_cut_mid_sentence():
 
     from transformers import AutoTokenizer
 
-    from core.models import resolve
-    from core.records import read_pairs
-    from core.weights import prepared_dir
+    from pairlab.models import resolve
+    from pairlab.records import read_pairs
+    from pairlab.weights import prepared_dir
     from judges.generate import CUT_MARK
 
     data = Path(__file__).resolve().parents[1] / "data"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.records import Pair, make_pair_id, read_pairs, read_records, write_records
+from pairlab.records import Pair, make_pair_id, read_pairs, read_records, write_records
 from judges import run as run_cli
 from judges.runner import JudgeConfig, judge_pairs
 from judges.store import RunFiles

@@ -84,7 +84,7 @@ def test_a_run_is_not_resumed_with_the_other_strip_reasoning_setting(tmp_path, c
     command refuses (exit 2, nothing written) instead of keeping the earlier verdicts as its own."""
     import json
 
-    from core.records import write_records
+    from pairlab.records import write_records
     from judges import run as run_cli
     from judges.manifest import manifest_path
 

@@ -8,8 +8,8 @@ in test_judges_real.py.
 
 import json
 
-from core.backends.base import Completion, Model
-from core.records import Pair, make_pair_id, read_records
+from pairlab.backends.base import Completion, Model
+from pairlab.records import Pair, make_pair_id, read_records
 from judges.runner import JudgeConfig, judge_pairs, logprob_context, plan_chunks
 from judges.store import RunFiles
 from judges.templates import BUILTIN

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.records import Pair, make_pair_id, read_records, write_records
+from pairlab.records import Pair, make_pair_id, read_records, write_records
 from judge_sim import sim_server, stats
 from judges import generate as generate_cli
 from judges import run as run_cli
@@ -169,7 +169,7 @@ Which is better, A or B?
 
 @pytest.mark.slow
 def test_two_replicas_one_sigkilled_mid_run_the_other_finishes_each_judgment_once(tmp_path):
-    from core.weights import prepared_dir
+    from pairlab.weights import prepared_dir
 
     ports = [_free_port(), _free_port()]
     urls = [f"http://127.0.0.1:{p}/v1" for p in ports]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.records import RecordError
+from pairlab.records import RecordError
 from judges.store import OutputLocked, RunFiles, repair_tail, task_key
 
 

@@ -74,7 +74,7 @@ def test_fewer_than_four_models_get_no_meta_metrics():
 
 def test_report_json_says_null_and_why_for_placeholders():
     from analysis.report import build_report, report_json
-    from core.records import Record
+    from pairlab.records import Record
 
     rng = np.random.default_rng(0)
     records = []

@@ -14,7 +14,7 @@ from analysis.report import build_report
 from analysis.report import figures as figures_module
 from analysis.report.figures import figures
 from analysis.report.painters import Painters
-from core.records import Record
+from pairlab.records import Record
 from report_sample import synthetic_records
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.judging.panel import panel_records
 from analysis.report import build_report, report_json
-from core.records import Record, is_human, make_pair_id
+from pairlab.records import Record, is_human, make_pair_id
 
 
 def _person(r):

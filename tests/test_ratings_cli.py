@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.records import Record, write_records
+from pairlab.records import Record, write_records
 
 REPO = Path(__file__).resolve().parents[1]
 

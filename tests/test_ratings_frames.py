@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.frames import COLUMNS, load_frame, records_to_frame
-from core.records import Record, write_records
+from pairlab.records import Record, write_records
 
 
 def record(n: int, **overrides) -> Record:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import record_table
-from core.records import Record
+from pairlab.records import Record
 from report_sample import synthetic_records
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from core.records import Pair, Record, RecordError, make_pair_id, read_pairs, read_records, write_records
+from pairlab.records import Pair, Record, RecordError, make_pair_id, read_pairs, read_records, write_records
 
 BASE = dict(pair_id="p1", prompt="Say hi", model_a="m1", model_b="m2", response_a="hi", response_b="hello",
             winner="model_a", judge="human:abc")

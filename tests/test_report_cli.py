@@ -47,7 +47,7 @@ def test_errors_have_the_style_of_analysis_ratings(tmp_path):
 
 def test_humans_prefix_pools_other_voter_ids(tmp_path):
     from analysis.report import build_report, report_json
-    from core.records import Record, make_pair_id
+    from pairlab.records import Record, make_pair_id
 
     records = [
         Record(pair_id=make_pair_id("q", "a", "bb"), prompt="q", model_a="m1", model_b="m2", response_a="a",
@@ -110,7 +110,7 @@ def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
 
 def test_judge_family_falls_back_to_the_model_registry():
     from analysis.report import build_report
-    from core.records import Record, make_pair_id
+    from pairlab.records import Record, make_pair_id
 
     records = [
         Record(pair_id=make_pair_id(f"q{i}", "a", "bb"), prompt=f"q{i}", model_a="gemma-x", model_b="smollm-y",
@@ -126,7 +126,7 @@ def test_judge_family_falls_back_to_the_model_registry():
 def test_markdown_report_escapes_what_records_carry():
     from analysis.report import build_report
     from analysis.report.render import render_markdown
-    from core.records import Record, make_pair_id
+    from pairlab.records import Record, make_pair_id
 
     evil_judge = "judge<script>alert(1)</script>|x"
     evil_model = "m![p](http://127.0.0.1:9/pixel.png)"
@@ -148,7 +148,7 @@ def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
     """Reading (bytes of each file) and the bootstraps (raters; judging the judges, worth in
     human votes included) report progress on stderr; stdout says only what was written."""
     from analysis.importers.columnar import read_table
-    from core.records import write_records
+    from pairlab.records import write_records
     from report_sample import synthetic_records
 
     votes = tmp_path / "votes.jsonl"
@@ -175,7 +175,7 @@ def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
 
 
 def test_a_file_of_pairs_still_to_judge_is_named_as_such(tmp_path):
-    from core.records import write_records
+    from pairlab.records import write_records
     from report_sample import synthetic_records
 
     pairs = tmp_path / "pairs.jsonl"
@@ -192,7 +192,7 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
     parent or from each worker), nothing reported as written, no process left behind."""
     import signal
 
-    from core.records import write_records
+    from pairlab.records import write_records
     from report_sample import synthetic_records
 
     votes = tmp_path / "votes.jsonl"
@@ -222,7 +222,7 @@ def test_no_process_is_forked_while_modules_are_being_imported(tmp_path):
     Every fork the report makes is watched: none may happen while the importer runs."""
     from analysis.report.cli import IMPORTER
     from analysis.workers import available_cpus
-    from core.records import write_records
+    from pairlab.records import write_records
     from report_sample import synthetic_records
 
     votes = tmp_path / "votes.jsonl"

@@ -15,7 +15,7 @@ from analysis.report import build_report, write_report
 from analysis.report.figures import DARK, families_figure, length_figure, luminance, position_figure
 from analysis.report.plotting import draw
 from analysis.report.render import render_html, render_markdown
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 LONG = "smollm2-135m-instruct (generate, prometheus-relative)"
 

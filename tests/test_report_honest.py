@@ -6,7 +6,7 @@ from __future__ import annotations
 from analysis.report import build_report
 from analysis.report.render import render_markdown
 from analysis.report.serialise import report_json
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 
 def _votes() -> list[Record]:
@@ -40,7 +40,7 @@ def test_a_judge_with_no_verdict_at_all_is_named_not_dropped(tmp_path):
     """Every record of a judge failed to parse: the report says, at its top, that the judge was
     not analysed and why, instead of leaving it out without a word."""
     from analysis.report import build_report, report_json, write_report
-    from core.records import Record
+    from pairlab.records import Record
     from report_sample import synthetic_records
 
     records = []

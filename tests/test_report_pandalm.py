@@ -144,7 +144,7 @@ def test_preference_fairness_of_gpt35_follows_shi_et_al(raw, shared_data):
     from analysis.importers import import_paths
     from analysis.bias.position import position_bias
     from analysis.stats import judgment_table
-    from core.records import make_pair_id
+    from pairlab.records import make_pair_id
 
     groups = defaultdict(list)
     for v in raw["votes"]["gpt-3.5-turbo"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from analysis.judging.settings import setting_label, split_settings
 from analysis.report import build_report
 from analysis.report.serialise import report_json
-from core.records import Record, is_human, make_pair_id
+from pairlab.records import Record, is_human, make_pair_id
 
 JUDGE = "smollm2-135m-instruct"
 

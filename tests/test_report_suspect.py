@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis.report import build_report, report_json
 from analysis.report.render import render_html, render_markdown
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 N_PAIRS, N_SUSPECT = 30, 6
 

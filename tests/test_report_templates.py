@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.report import build_report
-from core.records import Record
+from pairlab.records import Record
 from report_sample import synthetic_records
 
 

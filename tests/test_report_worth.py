@@ -11,7 +11,7 @@ import pytest
 
 from analysis.importers import load_records
 from analysis.report import main
-from core.records import is_human, write_records
+from pairlab.records import is_human, write_records
 
 JUDGES = ("gpt-3.5-turbo", "pandalm-7b")
 

@@ -187,7 +187,7 @@ def test_the_specification_says_what_it_controls():
 def test_without_people_each_judge_is_held_against_another_judge_in_the_report():
     """No human votes: each judge's per-pair verdicts against its reference judge's, via records."""
     from analysis.report import build_report, report_json
-    from core.records import Record
+    from pairlab.records import Record
 
     humans, judges = simulate(11, n_pairs=500)
     records = []

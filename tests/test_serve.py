@@ -9,8 +9,8 @@ import time
 import httpx
 import pytest
 
-from core.backends.base import BackendError, GenerationParams
-from core.models import get_model
+from pairlab.backends.base import BackendError, GenerationParams
+from pairlab.models import get_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = "smollm2-135m-instruct"

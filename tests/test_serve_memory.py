@@ -23,7 +23,7 @@ N_TOKENS = 400
 
 _MEASURE = """
 import json, sys
-from core.models import get_model
+from pairlab.models import get_model
 
 def high_water():
     with open("/proc/self/status") as fh:

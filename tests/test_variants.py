@@ -16,7 +16,7 @@ from analysis.bias.position import debiased_rows
 from analysis.report import build_report, report_json
 from analysis.stats import judgment_table
 from analysis.judging.variants import VARIANTS
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 MODELS = {"m1": 0.8, "m2": 0.3, "m3": 0.0, "m4": -0.5}
 

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.judging.leaderboard import leaderboard_agreement
 from analysis.report import build_report, report_json
-from core.records import Record, make_pair_id
+from pairlab.records import Record, make_pair_id
 
 MODELS = {"m1": 0.9, "m2": 0.4, "m3": 0.0, "m4": -0.6}
 

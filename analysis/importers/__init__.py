@@ -1,4 +1,4 @@
-"""Public comparison formats -> :class:`core.records.Record` lists.
+"""Public comparison formats -> :class:`pairlab.records.Record` lists.
 
 Formats read by :func:`load_records` / :func:`import_paths` (files or folders; the format
 of a file is detected from its first row, see :func:`describe_formats`), one module each:
@@ -11,7 +11,7 @@ of a file is detected from its first row, see :func:`describe_formats`), one mod
 * :mod:`.pandalm`: the PandaLM test set folder.
 
 Nothing is dropped silently: a judgment without a verdict is a record with ``winner``
-null and ``parse_error`` set (see :mod:`core.records`); a bad row stops the import with
+null and ``parse_error`` set (see :mod:`pairlab.records`); a bad row stops the import with
 an error naming file and line, unless ``skip_bad`` is asked for, when it is skipped and
 reported as an :class:`ImportIssue` (``load_records`` also warns). Files are read row by
 row (:mod:`.rows`), so memory grows with the records kept, not with parsing.

@@ -24,7 +24,7 @@ import ast
 import hashlib
 import math
 
-from core.records import Record
+from pairlab.records import Record
 
 from .build import comparison
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from core.records import HUMAN, Record
+from pairlab.records import HUMAN, Record
 
 from .build import comparison
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from core.records import Record
+from pairlab.records import Record
 
 from .build import comparison
 

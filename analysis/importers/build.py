@@ -2,7 +2,7 @@
 from the names.
 
 Family lookups are cached: a public vote dataset names the same hundred models a million
-times. Public datasets spell OpenAI models without the dash ``core.models`` looks for
+times. Public datasets spell OpenAI models without the dash ``pairlab.models`` looks for
 (AlpacaEval's ``gpt4_1106_preview``, its annotator ``weighted_alpaca_eval_gpt4_turbo``,
 which would otherwise match the hint ``alpaca``), so those spellings are tried first.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.models import family_of
-from core.records import Record, is_human, make_pair_id
+from pairlab.models import family_of
+from pairlab.records import Record, is_human, make_pair_id
 
 __all__ = ["comparison", "family"]
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis import record_table
-from core.records import RecordError
+from pairlab.records import RecordError
 
 from . import own
 from .issues import ImportIssue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.records import Record
+from pairlab.records import Record
 
 __all__ = ["ImportIssue", "ImportResult"]
 

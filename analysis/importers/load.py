@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.records import Record, RecordError
+from pairlab.records import Record, RecordError
 
 from . import alpaca_eval, arena, arena_hard, own, pandalm
 from .issues import ImportIssue, ImportResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.records import Record
+from pairlab.records import Record
 
 NAME = "records"
 SUMMARY = ("pairlab records: JSONL, or CSV/Parquet with the columns pair_id, prompt, model_a, model_b, "

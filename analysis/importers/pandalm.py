@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.records import HUMAN, Pair, Record, RecordError, make_pair_id
+from pairlab.records import HUMAN, Pair, Record, RecordError, make_pair_id
 
 from .build import family
 from .issues import ImportIssue

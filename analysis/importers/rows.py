@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.records import RecordError
+from pairlab.records import RecordError
 
 __all__ = ["Row", "SUFFIXES", "iter_rows"]
 

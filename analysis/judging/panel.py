@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis import record_table
-from core.records import Record
+from pairlab.records import Record
 
 __all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary", "panel_table"]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import record_table
-from core.records import Record
+from pairlab.records import Record
 
 __all__ = ["setting_label", "split_settings"]
 

@@ -47,7 +47,7 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
 used. By default only anonymous votes are used, votes flagged as identity leaks are dropped
-and so are the arena's prompt-set votes that its leaderboard leaves out (core/ratable.py);
+and so are the arena's prompt-set votes that its leaderboard leaves out (pairlab/ratable.py);
 records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
 (winrate counts them per model as n_dropped).
 

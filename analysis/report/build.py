@@ -24,8 +24,8 @@ from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
-from core.models import family_of
-from core.records import Record
+from pairlab.models import family_of
+from pairlab.records import Record
 
 __all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
 

@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from core.records import RecordError
+    from pairlab.records import RecordError
 
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")

@@ -11,7 +11,7 @@ replicas (vLLM's or SGLang's router, nginx) is simply one endpoint.
 Chat completions with and without streaming, and candidate log-probabilities through
 ``/completions`` with ``echo``. The judge chat is rendered client-side for that:
 ``template="plain"`` (Question/Answer text) or a local tokenizer folder holding the
-model's chat template (e.g. the ``hf:`` folder ``core.prepare`` writes).
+model's chat template (e.g. the ``hf:`` folder ``pairlab.prepare`` writes).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from core.backends.base import BackendError, Completion, GenerationParams, Model, Prompt
+from pairlab.backends.base import BackendError, Completion, GenerationParams, Model, Prompt
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 # Generous: a busy GPU server answering 429 for a minute should slow a run, not end it.
@@ -276,7 +276,7 @@ class OpenAIModel(Model):
         if isinstance(prompt, str):
             return prompt
         if self._template == "plain":
-            from core.backends.chat import plain_template
+            from pairlab.backends.chat import plain_template
 
             return plain_template(prompt)
         if self._tokenizer is not None:

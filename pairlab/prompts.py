@@ -3,7 +3,7 @@
 MT-Bench rows (``question_id``, ``category``, ``turns``, optional ``reference``) give
 their first turn and first reference answer; plain rows give ``prompt`` and optionally
 ``prompt_id`` (or ``id``), ``category`` and ``reference``. A bad row raises
-:class:`core.records.RecordError` naming the file and line, or is collected when
+:class:`pairlab.records.RecordError` naming the file and line, or is collected when
 skipping bad rows.
 """
 
@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.records import RecordError
+from pairlab.records import RecordError
 
 __all__ = ["PromptItem", "load_prompts"]
 

@@ -56,7 +56,7 @@ class PromptTooLong(ValueError):
 
 
 class Model(ABC):
-    """A loaded model. ``id`` is the string it was asked for by (see ``core.models``)."""
+    """A loaded model. ``id`` is the string it was asked for by (see ``pairlab.models``)."""
 
     id: str
     backend: str

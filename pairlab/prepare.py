@@ -1,6 +1,6 @@
 """Prepare the embedded models: assemble, convert and cache them so later loads are fast.
 
-Usage: ``python -m core.prepare [MODEL ...]`` (default: every configured model).
+Usage: ``python -m pairlab.prepare [MODEL ...]`` (default: every configured model).
 """
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from core.models import load_config
-from core.weights import prepared_dir
+from pairlab.models import load_config
+from pairlab.weights import prepared_dir
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.prepare", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pairlab.prepare", description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", help="model ids from data/models.toml (default: all)")
     args = parser.parse_args(argv)
     specs = load_config()

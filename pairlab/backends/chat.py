@@ -3,7 +3,7 @@ plain Question/Answer format for base models that have none."""
 
 from __future__ import annotations
 
-from core.backends.base import Prompt
+from pairlab.backends.base import Prompt
 
 # A base model continuing plain text runs on into the next "Question:"; these cut it there.
 PLAIN_STOP = ("\nQuestion:", "\n\nQuestion")

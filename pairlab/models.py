@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from core.backends.base import BackendError, GenerationParams, Model
+from pairlab.backends.base import BackendError, GenerationParams, Model
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = ROOT / "data" / "models.toml"
@@ -112,13 +112,13 @@ def get_model(name: str, backend: str | None = None, config: str | os.PathLike =
     if backend not in BACKENDS:
         raise BackendError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "transformers":
-        from core.backends.hf import TransformersModel
+        from pairlab.backends.hf import TransformersModel
 
         return TransformersModel.from_spec(spec, **kwargs)
     if backend == "openai":
-        from core.backends.openai_client import OpenAIModel
+        from pairlab.backends.openai_client import OpenAIModel
 
         return OpenAIModel.from_spec(spec, **kwargs)
-    from core.backends.vllm_engine import VLLMModel
+    from pairlab.backends.vllm_engine import VLLMModel
 
     return VLLMModel.from_spec(spec, **kwargs)

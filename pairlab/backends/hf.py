@@ -2,7 +2,7 @@
 
 CPU here (float32), CUDA with bf16 and ``device_map="auto"`` when a GPU is present.
 A GGUF file is dequantized once and cached as safetensors, keyed by the file's sha256
-(see ``core.weights``), so later loads take seconds instead of tens of seconds.
+(see ``pairlab.weights``), so later loads take seconds instead of tens of seconds.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, 
                           StoppingCriteria, StoppingCriteriaList, TemperatureLogitsWarper, TextIteratorStreamer,
                           TopPLogitsWarper)
 
-from core.backends.base import Completion, GenerationParams, Model, Prompt, PromptTooLong
-from core.backends.chat import PLAIN_STOP, pick_template, render
-from core.weights import prepared_dir
+from pairlab.backends.base import Completion, GenerationParams, Model, Prompt, PromptTooLong
+from pairlab.backends.chat import PLAIN_STOP, pick_template, render
+from pairlab.weights import prepared_dir
 
 # Logits computed at once when scoring whole sequences (rows x positions x vocabulary):
 # 2**24 float32 values are 64 MiB, 64 positions of Gemma's 262k vocabulary.

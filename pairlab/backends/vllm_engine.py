@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from core.backends.base import BackendError, Completion, GenerationParams, Model, Prompt
-from core.backends.chat import pick_template, render
+from pairlab.backends.base import BackendError, Completion, GenerationParams, Model, Prompt
+from pairlab.backends.chat import pick_template, render
 
 
 def _require_vllm():

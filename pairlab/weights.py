@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from core.backends.base import BackendError
+from pairlab.backends.base import BackendError
 
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
