@@ -12,13 +12,13 @@ import importlib
 # its figure process and its reading before the analysis' imports (a second and a half),
 # so they overlap (analysis.report.cli).
 _HOMES = {
-    "BiasReport": "build",
-    "RaterReport": "build",
-    "Ratings": "build",
-    "build_report": "build",
+    "BiasReport": "estimates",
+    "RaterReport": "estimates",
+    "Ratings": "estimates",
+    "build_report": "estimates",
     "figures": "figures",
     "main": "cli",
-    "rating_frames": "build",
+    "rating_frames": "estimates",
     "render_html": "render",
     "render_markdown": "render",
     "report_json": "serialise",

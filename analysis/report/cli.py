@@ -17,7 +17,7 @@ from analysis.workers import PARALLEL_ROWS, available_cpus
 # The modules of the analysis and the writers (pandas, scipy.stats, statsmodels: about a
 # second and a half), imported by a thread while the records are read (Arrow parses them
 # without holding the GIL). Light on purpose until then, like analysis.report's __init__.
-_ANALYSIS = ("analysis.report.build", "analysis.report.render", "analysis.report.painters",
+_ANALYSIS = ("analysis.report.estimates", "analysis.report.render", "analysis.report.painters",
              "statsmodels.discrete.discrete_model")
 
 IMPORTER = "analysis-import"  # the thread's name
@@ -153,7 +153,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"note: {issue}", file=sys.stderr)
         progress = None if args.quiet else _progress_bar
         from analysis.judging.annotator import read_run_timings
-        from analysis.report.build import build_report
+        from analysis.report.estimates import build_report
         from analysis.report.painters import Painters
         from analysis.report.render import write_report
 

@@ -18,12 +18,12 @@ import math
 
 import numpy as np
 
-from analysis.report.build import BiasReport
+from analysis.report.estimates import BiasReport
 from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
-from analysis.report.worth import worth_figure
+from analysis.report.worth_section import worth_figure
 
 __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
 

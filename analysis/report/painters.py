@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from analysis.workers import frozen_heap
 
 if TYPE_CHECKING:
-    from analysis.report.build import BiasReport
+    from analysis.report.estimates import BiasReport
 
 __all__ = ["Painters"]
 

@@ -13,14 +13,14 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.report.build import BiasReport, Ratings
+from analysis.report.estimates import BiasReport, Ratings
 from analysis.report.figures import figures, swapped_seen
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
-from analysis.report.judging import judging_context
+from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.summary import SummaryBlock, summary_blocks
-from analysis.report.worth import worth_context
+from analysis.report.worth_section import worth_context
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
