@@ -8,9 +8,8 @@ rater. :func:`build_report` does the analysis and returns data; the writers rend
 
 import importlib
 
-# Each name is imported from its module on first use: ``python -m analysis.report`` starts
-# its figure process and its reading before the analysis' imports (a second and a half),
-# so they overlap (analysis.report.cli).
+# Each name is imported from its module on first use, so that ``import analysis.report``
+# (and ``--help``) does not import pandas, scipy and matplotlib.
 _HOMES = {
     "BiasReport": "estimates",
     "RaterReport": "estimates",

@@ -268,9 +268,7 @@ def ratings_figure(report: BiasReport):
     return fig
 
 
-# Slowest to draw first (measured at 100k records: leaderboards 0.17 s, position and length
-# 0.13, families 0.11, ratings 0.10, worth 0.07), so that processes drawing them side by side
-# finish together (analysis.report.painters).
+# The order of the figures in report.html.
 FIGURES = {
     "leaderboards": leaderboard_figure, "position": position_figure, "length": length_figure,
     "families": families_figure, "ratings": ratings_figure, "worth": lambda report: worth_figure(report.worth),
