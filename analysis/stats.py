@@ -325,7 +325,3 @@ def fit_logit(X: np.ndarray, y: np.ndarray, groups: np.ndarray, *, small_sample:
     if not (np.all(np.isfinite(fit.params)) and np.all(np.isfinite(fit.bse))):
         raise ValueError("the fit produced non-finite estimates")
     return LogitFit(np.asarray(fit.params), np.asarray(fit.bse), np.asarray(fit.pvalues), np.asarray(fit.cov_params()))
-
-
-def as_interval(ci: Sequence[float] | None) -> list[float] | None:
-    return None if ci is None else [float(ci[0]), float(ci[1])]

@@ -12,18 +12,15 @@ process, one after the other.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus", "frozen_heap"]
+__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus"]
 
-# Below this many verdicts a report takes about a second: forking workers would cost more
-# than it saves.
+# Below this many verdicts forking workers costs more than it saves.
 PARALLEL_ROWS = 20_000
 
 # The closures of the pool being forked: a forked worker finds them here, in its copy of
@@ -39,21 +36,8 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-@contextlib.contextmanager
-def frozen_heap():
-    """Around a fork: the objects alive at it are moved out of the collector's reach for the
-    forked processes (a child's first full collection would otherwise walk, and copy page by
-    page, the parent's whole heap). This process gets them back when the block ends."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def _forked_pool(n: int):
-    with frozen_heap():
-        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
+    return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
 
 
 def _leave_interrupts_to_the_parent() -> None:

@@ -43,7 +43,6 @@ CHOICES = {"a": "model_a", "b": "model_b", "tie": "tie", "bothbad": "tie (bothba
 MODES = ("battle", "side_by_side", "prompt_set")
 # Streaming updates are coalesced to this interval: each one re-sends both panes.
 STREAM_INTERVAL_S = 0.05
-FAILED = "A model failed to answer; start a new round."
 log = logging.getLogger(__name__)
 
 

@@ -137,10 +137,6 @@ class Record:
             raise RecordError(None, None, f"meta must be an object, got {type(self.meta).__name__}")
 
     @property
-    def is_decisive(self) -> bool:
-        return self.winner in ("model_a", "model_b")
-
-    @property
     def winner_model(self) -> str | None:
         """The winning model id, or None for ties."""
         return {"model_a": self.model_a, "model_b": self.model_b}.get(self.winner)
