@@ -10,7 +10,7 @@ fields: ``mode`` (``meta.mode``), ``suspect`` (``meta.suspect_verdict``), ``base
 ``meta``'s; default True and False). Text columns are pandas' Arrow-backed strings.
 
 Two ways in, the same table out: :func:`from_records` (any importer's records) and
-:func:`from_arrow` (a records file read column-wise by :mod:`analysis.importers.columnar`,
+:func:`from_arrow` (a records file read column-wise by :mod:`analysis.read_table`,
 checked by the rules of :meth:`pairlab.records.Record.validate`).
 """
 
@@ -201,7 +201,7 @@ def _text(table: pa.Table, name: str, values: pa.ChunkedArray | None = None) -> 
 def from_arrow(table: pa.Table) -> pd.DataFrame:
     """The table of a records file read column-wise, checked as :meth:`Record.validate` checks
     one record. A breach raises :class:`RecordError` without a line: the caller reads the file
-    again row by row to say which line (:mod:`analysis.importers.columnar`)."""
+    again row by row to say which line (:mod:`analysis.read_table`)."""
     names = set(table.column_names)
     for name in _REQUIRED:
         if name not in names or table[name].null_count:

@@ -147,7 +147,7 @@ def test_markdown_report_escapes_what_records_carry():
 def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
     """Reading (bytes of each file) and the bootstraps (raters; judging the judges, worth in
     human votes included) report progress on stderr; stdout says only what was written."""
-    from analysis.importers.columnar import read_table
+    from analysis.read_table import read_table
     from pairlab.records import write_records
     from report_sample import synthetic_records
 

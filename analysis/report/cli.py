@@ -86,7 +86,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    from analysis.importers.columnar import read_table
+    from analysis.read_table import read_table
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
     from analysis.report.render import write_report

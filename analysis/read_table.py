@@ -20,11 +20,10 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis import record_table
+from analysis.importers import own
+from analysis.importers.issues import ImportIssue
+from analysis.importers.load import iter_sources, source_records
 from pairlab.records import RecordError
-
-from . import own
-from .issues import ImportIssue
-from .load import iter_sources, source_records
 
 __all__ = ["read_table"]
 
