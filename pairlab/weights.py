@@ -1,6 +1,6 @@
 """Where model weights come from, and the one-time GGUF -> safetensors conversion cache.
 
-Loading a GGUF through transformers dequantizes every tensor (20-50 s on this CPU).
+Loading a GGUF through transformers dequantizes every tensor, which takes tens of seconds.
 We do that once per file, keyed by the file's sha256, and keep the dequantized weights
 as safetensors next to a config without its ``quantization_config`` (transformers
 refuses ``save_pretrained`` on GGUF-loaded models), so later loads take seconds.

@@ -50,8 +50,8 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     ``table`` holds usable records (no ``parse_error``); ``person`` marks people's votes,
     left out of the panel.
     """
-    # Only the columns the votes need are filtered (filtering every column of a 100k-row table
-    # cost 0.04 s); the panel's rows are taken from the table once, at the end.
+    # Only the columns the votes need are filtered (the text columns are the table's bulk);
+    # the panel's rows are taken from the table once, at the end.
     at = np.flatnonzero(~np.asarray(person, dtype=bool))
     llm = table[["judge", "pair_id", "winner", "prob_a", "response_a", "response_b"]].iloc[at]
     judges, judge_names = pd.factorize(llm["judge"])
@@ -90,7 +90,7 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     n_members = np.bincount(key_pair, minlength=n)
     chosen = np.flatnonzero(n_members >= 2)
     out = table.iloc[at[lead[chosen]]].reset_index(drop=True)
-    # Text columns made from Arrow arrays (from Python objects: 0.015 s at 20,000 pairs); verdict -1 takes index 2.
+    # Text columns made from Arrow arrays, not from Python objects; verdict -1 takes index 2.
     out["winner"] = pd.Series(pd.array(pa.array(["tie", "model_a", "model_b"]).take(verdict[chosen] % 3), dtype="str"))
     out["judge"] = name
     out["judge_type"] = "llm"
@@ -116,7 +116,7 @@ def _sorted_unique(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarr
 
 def _member_lists(member: np.ndarray, pair: np.ndarray, names: np.ndarray, chosen: np.ndarray, n: int) -> list:
     """Each chosen pair's member names, sorted: a list per pair, made once per set of members
-    (pairs share a handful of sets; splitting the members per pair cost 0.1 s at 20,000 pairs)."""
+    (pairs share a handful of sets, so this is far cheaper than splitting the members per pair)."""
     rank = np.argsort(np.argsort(names.astype(str), kind="stable"), kind="stable")  # bit of each judge: names' order
     if len(names) > 52:  # beyond a float's exact integers: per pair
         lists = np.split(member, np.cumsum(np.bincount(pair, minlength=n))[:-1])

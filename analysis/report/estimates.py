@@ -159,7 +159,7 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
 def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
     from analysis.ratings import rate
 
-    # Distinct names first: a set built from 100,000 Arrow strings one by one takes 0.2 s.
+    # Distinct names first, not a set built from every row's Arrow string one by one.
     if len(set(frame["model_a"].unique()) | set(frame["model_b"].unique())) < 2:
         return Ratings(None, None, None, "fewer than two models")
     fitted, notes = {}, []
@@ -255,7 +255,7 @@ def _build_report(
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
-    # The panel restates its members' texts; of the rest only the lengths are filtered (0.02 s for all columns).
+    # The panel restates its members' texts; of the rest only the lengths are filtered, not every column.
     sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
@@ -330,7 +330,7 @@ def _build_report(
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     if n_workers > 1:
-        # analysis.stats.fit_logit imports statsmodels on first use (about a second): once
+        # analysis.stats.fit_logit imports statsmodels on first use (a heavy import): once
         # here, before the fork, rather than once in every worker.
         import statsmodels.discrete.discrete_model  # noqa: F401
     with Workers(n_workers, tasks) as pool:
@@ -370,8 +370,7 @@ def _build_report(
 @functools.wraps(_build_report)
 def build_report(*args, **kwargs) -> BiasReport:
     # Every BLAS on one thread: the fits here are small and dense, and on a busy machine BLAS
-    # threads spin instead of helping (a cluster-robust logit of 70,000 rows: 1.7 s with
-    # threads, 0.3 s without; see analysis/ratings/threads.py).
+    # threads spin instead of helping (see analysis/ratings/threads.py).
     from analysis.ratings.threads import one_blas_thread
 
     with one_blas_thread():
