@@ -240,33 +240,15 @@ def _build_report(
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
-    person = record_table.is_person(table, human_prefix)
-    # A judge run in two modes or with two templates is two raters, never one mixture.
-    table, split_notes = split_settings(table, person)
-    issues = (*issues, *split_notes)
-    usable = table["parse_error"].isna().to_numpy()
-    pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
-    if len(pooled) and (table["judge"] == PANEL).any():
-        raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
-    members = (tuple(sorted(set(itertools.chain.from_iterable(pooled["panel_members"].to_numpy()))))
-               if len(pooled) else ())
-    if len(pooled):
-        table = record_table.stack(table, pooled)
-        person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
-        usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
+    table, person, usable, members, setting_notes = _rated_table(table, human_prefix, panel)
+    issues = (*issues, *setting_notes)
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
     # The panel restates its members' texts; of the rest only the lengths are filtered, not every column.
     sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
-    # Pair keys are integer codes from 0 (key_codes): each rater's sorted set of them, counted
-    # rather than sorted.
-    n_pairs = int(judged["pair_id"].max()) + 1 if len(judged) else 0
-    pair_sets = {name: np.flatnonzero(np.bincount(rows["pair_id"].to_numpy(), minlength=n_pairs))
-                 for name, rows in by_rater.items()}
-    references = {name: _choose_reference(name, _shared_pairs(name, pair_sets), families)
-                  for name in by_rater if name != HUMAN_RATER}
+    references = _references(judged, by_rater, families)
     battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
@@ -276,37 +258,14 @@ def _build_report(
 
     def rater_task(name: str) -> RaterReport:
         rows = by_rater[name]
-        family = families[name]
         reference = references.get(name)
-        same_pairs = None
-        if name == HUMAN_RATER:
-            agree = human_baseline(rows, n_boot=n_boot, seed=seed)
-            same_pairs = agree if len(shared_items) else None
-            self_fam = None
-        else:
-            # Suspect verdicts (a judged text holds a verdict marker) stay out of agreement.
-            trusted = rows[~rows["suspect"]]
-            ref_rows = by_rater[reference] if reference else rows.iloc[:0]
-            if reference == HUMAN_RATER:
-                agree = agreement(trusted, ref_rows, reference, n_boot=n_boot, seed=seed)
-                same_pairs = agreement(trusted[trusted["pair_id"].isin(shared_items)],
-                                       ref_rows[ref_rows["pair_id"].isin(shared_items)], reference, n_boot=n_boot,
-                                       seed=seed) if len(shared_items) else None
-                self_fam = self_family_bias(rows, ref_rows, name, family, reference, n_boot=n_boot, seed=seed)
-            else:
-                # Judge against judge: each has one verdict per pair. Agreement keeps FastChat's
-                # unanimity rule; self-family bias uses probabilities where both orders have them,
-                # so a judge that always answers "A" still shows which response it leans to.
-                agree = agreement(trusted, debiased_rows(ref_rows[~ref_rows["suspect"]]), reference,
-                                  n_boot=n_boot, seed=seed)
-                self_fam = self_family_bias(
-                    debiased_rows(rows, calibrate=True), debiased_rows(ref_rows, calibrate=True), name, family,
-                    reference, n_boot=n_boot, seed=seed, verdicts=CALIBRATED,
-                )
+        agree, same_pairs, self_fam = _agreement_and_self_family(
+            name, rows, by_rater[reference] if reference else rows.iloc[:0], reference, families[name],
+            shared_items, n_boot, seed)
         return judging.card(RaterReport(
             rater=name,
             is_human=name == HUMAN_RATER,
-            family=family,
+            family=families[name],
             n_records=len(rows),
             n_parse_errors=parse_errors.get(name, 0),
             n_suspect=int(rows["suspect"].sum()),
@@ -338,12 +297,7 @@ def _build_report(
         done = pool.run([("rater", (n,)) for n in order] + [("controlled", ()), ("families", ())], progress,
                         desc="raters")
         reports, (controlled, (matrix, counts)) = dict(zip(order, done[:-2])), done[-2:]
-        reports = {n: reports[n] for n in names}
-        human_bt = reports[HUMAN_RATER].ratings.bt if has_humans else None
-        if human_bt is not None:
-            for name, rep in reports.items():
-                if name != HUMAN_RATER and rep.ratings.bt is not None:
-                    reports[name] = replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
+        reports = _ranked({n: reports[n] for n in names})
         judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
         valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
         done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
@@ -365,6 +319,74 @@ def _build_report(
         worth_notes=worth_notes,
         without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
     )
+
+
+def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):
+    """The table the report rates: a judge run in two modes or with two templates split into two
+    raters (never one mixture), and with ``panel`` the virtual judge's verdicts stacked on.
+    Returns it with its person and usable (has a verdict) masks, the panel's members and the
+    notes on the split."""
+    person = record_table.is_person(table, human_prefix)
+    table, split_notes = split_settings(table, person)
+    usable = table["parse_error"].isna().to_numpy()
+    pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
+    if not len(pooled):
+        return table, person, usable, (), split_notes
+    if (table["judge"] == PANEL).any():
+        raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
+    members = tuple(sorted(set(itertools.chain.from_iterable(pooled["panel_members"].to_numpy()))))
+    table = record_table.stack(table, pooled)
+    person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
+    usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
+    return table, person, usable, members, split_notes
+
+
+def _references(judged: pd.DataFrame, by_rater: dict[str, pd.DataFrame],
+                families: dict[str, str | None]) -> dict[str, str | None]:
+    """Each judge's reference rater (:func:`_choose_reference`), from the pairs they share."""
+    # Pair keys are integer codes from 0 (key_codes): each rater's sorted set of them, counted
+    # rather than sorted.
+    n_pairs = int(judged["pair_id"].max()) + 1 if len(judged) else 0
+    pair_sets = {name: np.flatnonzero(np.bincount(rows["pair_id"].to_numpy(), minlength=n_pairs))
+                 for name, rows in by_rater.items()}
+    return {name: _choose_reference(name, _shared_pairs(name, pair_sets), families)
+            for name in by_rater if name != HUMAN_RATER}
+
+
+def _agreement_and_self_family(name: str, rows: pd.DataFrame, ref_rows: pd.DataFrame, reference: str | None,
+                               family: str | None, shared_items: pd.Index, n_boot: int, seed: int):
+    """A rater's agreement with its reference (and on the pairs every rater shares) and its
+    self-family bias: (agreement, agreement on shared pairs or None, self-family or None)."""
+    if name == HUMAN_RATER:
+        agree = human_baseline(rows, n_boot=n_boot, seed=seed)
+        return agree, agree if len(shared_items) else None, None
+    # Suspect verdicts (a judged text holds a verdict marker) stay out of agreement.
+    trusted = rows[~rows["suspect"]]
+    if reference == HUMAN_RATER:
+        agree = agreement(trusted, ref_rows, reference, n_boot=n_boot, seed=seed)
+        same_pairs = agreement(trusted[trusted["pair_id"].isin(shared_items)],
+                               ref_rows[ref_rows["pair_id"].isin(shared_items)], reference, n_boot=n_boot,
+                               seed=seed) if len(shared_items) else None
+        return agree, same_pairs, self_family_bias(rows, ref_rows, name, family, reference, n_boot=n_boot, seed=seed)
+    # Judge against judge: each has one verdict per pair. Agreement keeps FastChat's
+    # unanimity rule; self-family bias uses probabilities where both orders have them,
+    # so a judge that always answers "A" still shows which response it leans to.
+    agree = agreement(trusted, debiased_rows(ref_rows[~ref_rows["suspect"]]), reference, n_boot=n_boot, seed=seed)
+    self_fam = self_family_bias(
+        debiased_rows(rows, calibrate=True), debiased_rows(ref_rows, calibrate=True), name, family,
+        reference, n_boot=n_boot, seed=seed, verdicts=CALIBRATED,
+    )
+    return agree, None, self_fam
+
+
+def _ranked(reports: dict[str, RaterReport]) -> dict[str, RaterReport]:
+    """Each judge's rank agreement with the people's Bradley-Terry ratings, where both exist."""
+    human = reports.get(HUMAN_RATER)
+    human_bt = human.ratings.bt if human is not None else None
+    if human_bt is None:
+        return reports
+    return {name: replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
+            if name != HUMAN_RATER and rep.ratings.bt is not None else rep for name, rep in reports.items()}
 
 
 @functools.wraps(_build_report)

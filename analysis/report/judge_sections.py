@@ -97,68 +97,109 @@ def judging_json(r: RaterReport) -> dict:
     return out
 
 
-def judging_context(report: BiasReport) -> dict:
-    """Rows for the templates' judging sections."""
-    judges = [r for r in report.raters if not r.is_human]
-    controlled, boards, variants, cards = [], [], [], []
-    for r in judges:
-        sf, c = r.self_family, r.controlled
-        controlled.append({
-            "rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
-            "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
-            "coef": _fmt(c.coef) if c else "-", "ci": _fmt_ci(c.ci) if c else "-", "p": _fmt(c.p, 4) if c else "-",
-            "ci_prompt": _fmt_ci(c.ci_by_prompt) if c and c.ci_by_prompt else "-",
-            "slope": f"{_fmt(c.slope)} {_fmt_ci(c.slope_ci)}" if c and c.slope is not None else "-",
-            "n_rows": c.n_rows if c else "-", "n_judges": c.n_judges if c else "-",
-            "note": (c.note if c else "the panel has no family of its own (its members' families are in the panel section)"
-                     if r.panel_members else "no reference rater: no people's votes and no other judge on the same pairs"),
-        })
-        lb = r.leaderboard
-        iv = (lb.intervals or {}) if lb else {}
-        boards.append({
-            "rater": r.rater, "vs": r.reference or "-", "n_models": lb.n_models if lb else "-",
-            **{m: (_fmt(getattr(lb, m)) if lb else "-") for m in ("spearman", "kendall", "separability",
-                                                                  "agreement_ci", "brier")},
-            **{f"{m}_ci": _fmt_ci(iv.get(m)) if iv.get(m) else "" for m in ("spearman", "kendall", "separability",
-                                                                               "agreement_ci", "brier")},
-            "note": (lb.note if lb else "no reference leaderboard"), "method": lb.interval_method if lb else None,
-        })
-        best = r.best_variant or {}
-        for v in r.variants:
-            row = _variant_json(v)
-            variants.append({
-                "rater": r.rater, "name": v.name, "description": VARIANTS[v.name],
-                "cells": [(_fmt(row[m]), _fmt_ci(row.get(f"{m}_ci") or row.get(f"{m}_interval")) if row[m] is not None
-                           else "", best.get(m) == v.name)
-                          for m in ("with_ties", "without_ties", "spearman", "separability", "agreement_ci", "brier")],
-                "note": row["note"],
-            })
-    for r in report.raters:
-        a = r.annotator
-        if a is None:
-            continue
-        cards.append({
-            "rater": r.rater, "structure": _fmt(a.prefers_structure), "structure_ci": _fmt_ci(a.prefers_structure_ci),
-            "n_structure": a.n_structure, "parse": _fmt(a.parse_failure_rate), "parse_ci": _fmt_ci(a.parse_failure_ci),
-            "n_outputs": a.n_outputs, "seconds": _fmt(a.seconds_per_1000, 1), "note": a.note,
-        })
-    panel = next((r for r in report.raters if r.panel_members), None)
-    ps = panel.panel if panel else None
-    panel_view = None if ps is None else {
+_NO_FAMILY = "the panel has no family of its own (its members' families are in the panel section)"
+_NO_REFERENCE = "no reference rater: no people's votes and no other judge on the same pairs"
+_BOARD_METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
+_VARIANT_METRICS = ("with_ties", "without_ties", "spearman", "separability", "agreement_ci", "brier")
+
+
+def _controlled_row(r: RaterReport) -> dict:
+    """Self-preference, raw and with strength held fixed."""
+    sf, c = r.self_family, r.controlled
+    if c is None:
+        return {"rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
+                "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
+                **dict.fromkeys(("coef", "ci", "p", "ci_prompt", "slope", "n_rows", "n_judges"), "-"),
+                "note": _NO_FAMILY if r.panel_members else _NO_REFERENCE}
+    return {
+        "rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
+        "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
+        "coef": _fmt(c.coef), "ci": _fmt_ci(c.ci), "p": _fmt(c.p, 4),
+        "ci_prompt": _fmt_ci(c.ci_by_prompt) if c.ci_by_prompt else "-",
+        "slope": f"{_fmt(c.slope)} {_fmt_ci(c.slope_ci)}" if c.slope is not None else "-",
+        "n_rows": c.n_rows, "n_judges": c.n_judges, "note": c.note,
+    }
+
+
+def _leaderboard_row(r: RaterReport) -> dict:
+    """The judge's leaderboard against the reference's."""
+    lb = r.leaderboard
+    if lb is None:
+        return {"rater": r.rater, "vs": r.reference or "-", "n_models": "-",
+                **dict.fromkeys(_BOARD_METRICS, "-"), **{f"{m}_ci": "" for m in _BOARD_METRICS},
+                "note": "no reference leaderboard", "method": None}
+    iv = lb.intervals or {}
+    return {
+        "rater": r.rater, "vs": r.reference or "-", "n_models": lb.n_models,
+        **{m: _fmt(getattr(lb, m)) for m in _BOARD_METRICS},
+        **{f"{m}_ci": _fmt_ci(iv.get(m)) if iv.get(m) else "" for m in _BOARD_METRICS},
+        "note": lb.note, "method": lb.interval_method,
+    }
+
+
+def _variant_rows(r: RaterReport) -> list[dict]:
+    """One row per debiasing variant, its best metrics marked."""
+    best = r.best_variant or {}
+    rows = []
+    for v in r.variants:
+        row = _variant_json(v)
+        cells = []
+        for m in _VARIANT_METRICS:
+            ci = row.get(f"{m}_ci") or row.get(f"{m}_interval")
+            cells.append((_fmt(row[m]), _fmt_ci(ci) if row[m] is not None else "", best.get(m) == v.name))
+        rows.append({"rater": r.rater, "name": v.name, "description": VARIANTS[v.name], "cells": cells,
+                     "note": row["note"]})
+    return rows
+
+
+def _card_row(r: RaterReport) -> dict:
+    """The annotator card (``r.annotator`` is set)."""
+    a = r.annotator
+    return {
+        "rater": r.rater, "structure": _fmt(a.prefers_structure), "structure_ci": _fmt_ci(a.prefers_structure_ci),
+        "n_structure": a.n_structure, "parse": _fmt(a.parse_failure_rate), "parse_ci": _fmt_ci(a.parse_failure_ci),
+        "n_outputs": a.n_outputs, "seconds": _fmt(a.seconds_per_1000, 1), "note": a.note,
+    }
+
+
+def _with_ci(value, ci) -> str:
+    return "-" if value is None else f"{_fmt(value)} {_fmt_ci(ci)}"
+
+
+def _panel_view(ps) -> dict | None:
+    """The judge panel's summary (``ps``: the panel rater's ``panel``), or None."""
+    if ps is None:
+        return None
+    return {
         "members": ", ".join(f"{m} ({f or 'family unknown'})" for m, f in ps.members),
         "ties": f"{_fmt(ps.tie_rate)} {_fmt_ci(ps.tie_rate_ci)}",
         "people_ties": f"{_fmt(ps.reference_tie_rate)} {_fmt_ci(ps.reference_tie_rate_ci)}",
         "best": ps.best_member or "-",
-        "s1": f"{_fmt(ps.s1_difference)} {_fmt_ci(ps.s1_difference_ci)}" if ps.s1_difference is not None else "-",
-        "s2": f"{_fmt(ps.s2_difference)} {_fmt_ci(ps.s2_difference_ci)}" if ps.s2_difference is not None else "-",
+        "s1": _with_ci(ps.s1_difference, ps.s1_difference_ci),
+        "s2": _with_ci(ps.s2_difference, ps.s2_difference_ci),
         "own": ", ".join(f"{model} (judged by {m})" for model, m in ps.own_family_models) or "none",
         "note": ps.note,
     }
+
+
+def _unclear(judges: list[RaterReport]) -> list[dict]:
+    """Judges for which some metric has no single best variant."""
+    return [{"rater": r.rater, "metrics": [_METRIC_NAMES[m] for m, b in r.best_variant.items() if b is None]}
+            for r in judges if r.best_variant and any(b is None for b in r.best_variant.values())]
+
+
+def judging_context(report: BiasReport) -> dict:
+    """Rows for the templates' judging sections."""
+    judges = [r for r in report.raters if not r.is_human]
+    panel = next((r for r in report.raters if r.panel_members), None)
     return {"judging": {
-        "controlled": controlled, "leaderboards": boards, "variants": variants, "cards": cards,
+        "controlled": [_controlled_row(r) for r in judges],
+        "leaderboards": [_leaderboard_row(r) for r in judges],
+        "variants": [row for r in judges for row in _variant_rows(r)],
+        "cards": [_card_row(r) for r in report.raters if r.annotator is not None],
         "read_which": READ_WHICH, "specification": SPECIFICATION, "best_rule": BEST_RULE,
-        "unclear": [{"rater": r.rater, "metrics": [_METRIC_NAMES[m] for m, b in (r.best_variant or {}).items() if b is None]}
-                    for r in judges if r.best_variant and any(b is None for b in r.best_variant.values())],
+        "unclear": _unclear(judges),
         "panel": list(panel.panel_members) if panel else None,
-        "panel_name": panel.rater if panel else None, "panel_view": panel_view,
+        "panel_name": panel.rater if panel else None,
+        "panel_view": _panel_view(panel.panel if panel else None),
     }}
