@@ -17,6 +17,7 @@ from arena.export import main as export_main
 from arena.sessions import Voter
 from arena.store import VoteStore
 from pairlab.records import Pair, Record, make_pair_id, read_records, write_records
+from support import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -230,9 +231,10 @@ def test_a_failing_write_in_a_group_commit_fails_alone(store_url):
             results[name] = type(exc).__name__
 
     # Hold the writer so the next jobs queue up and are committed as one group.
-    holder = threading.Thread(target=submit, args=("hold", lambda conn: gate.wait(10)))
+    holding = threading.Event()
+    holder = threading.Thread(target=submit, args=("hold", lambda conn: (holding.set(), gate.wait(10))))
     holder.start()
-    time.sleep(0.2)
+    assert holding.wait(10), "the writer never ran the holding job"
     def insert_key(i):
         def job(conn):
             conn.execute(insert(settings).values(key=f"k{i}", value="v"))
@@ -244,7 +246,7 @@ def test_a_failing_write_in_a_group_commit_fails_alone(store_url):
     threads = [threading.Thread(target=submit, args=item) for item in jobs.items()]
     for thread in threads:
         thread.start()
-    time.sleep(0.2)
+    wait_until(lambda: store._writer.jobs.qsize() == len(jobs), 10, what="the jobs queued behind the held writer")
     gate.set()
     for thread in [holder, *threads]:
         thread.join()
@@ -294,7 +296,9 @@ def test_a_closed_pages_battle_is_kept_for_the_grace_period(tmp_path):
     arena.forget(page, grace=True)  # the connection dropped ...
     assert arena.current(page, "prompt_set") is battle  # ... and came back within the grace period
     arena.forget(page, grace=True)
-    time.sleep(0.4)
+    # Waiting out the configured grace is the point here, so a sleep and not a poll: asking for
+    # the page's battle is the page coming back, which would keep it.
+    time.sleep(config.unload_grace_s + 0.1)
     assert arena.current(page, "prompt_set") is None  # gone for good after it
     assert arena.current(Voter("token", tab="tab-2"), "prompt_set") is None  # tabs are apart
     store.close()
