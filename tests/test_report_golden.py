@@ -56,9 +56,8 @@ def test_report_json_keeps_its_numbers(tmp_path):
 
 
 def test_workers_change_no_number(tmp_path):
-    """The raters' estimates spread over forked workers (analysis.workers), and the figures
-    drawn in a forked painter, give the report that one process gives, byte for byte: every
-    task takes its seed, none shares a stream."""
+    """The raters' estimates spread over forked workers (analysis.workers) give the report
+    that one process gives, byte for byte: every task takes its seed, none shares a stream."""
     votes = write_sample(tmp_path)
     outs = {}
     for workers in ("1", "3"):
