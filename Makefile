@@ -44,7 +44,7 @@ test: prepare browser postgres
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[all,dev,bench]'
 	# fschat's own dependencies pull a serving stack; bench/ratings.py needs only one module of it.
 	$(BIN)/pip install -q --no-deps fschat==0.2.36
 	touch $(BENCH_STAMP)

@@ -219,6 +219,31 @@ def choose_raters(frame, judge: str | None):
     return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
 
 
+def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, bootstrap: int = 0,
+                 seed: int = 0, level: float = 0.95, **options):
+    """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
+    the result (its ``to_dict()`` is the ``--json`` output) and the line saying which raters were
+    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design)."""
+    raters = None
+    if ppi is None:
+        frame, raters = choose_raters(frame, judge)
+    if ppi is not None and method == WINRATE:
+        from .ppi import ppi_win_rates
+
+        return ppi_win_rates(frame, ppi, options.get("baseline"), level=level), raters
+    if ppi is not None:
+        from .ppi import ppi_ratings
+
+        return ppi_ratings(frame, ppi, level=level), raters
+    if method == WINRATE:
+        from .winrate import win_rates
+
+        if bootstrap:
+            raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
+        return win_rates(frame, options.get("baseline"), level=level), raters
+    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options), raters
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -248,25 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        raters = None  # --ppi uses people's votes and one judge's verdicts by design
-        if args.ppi is None:
-            frame, raters = choose_raters(frame, args.judge)
-        if args.ppi is not None and args.method == WINRATE:
-            from .ppi import ppi_win_rates
-
-            result = ppi_win_rates(frame, args.ppi, options.get("baseline"), level=args.level)
-        elif args.ppi is not None:
-            from .ppi import ppi_ratings
-
-            result = ppi_ratings(frame, args.ppi, level=args.level)
-        elif args.method == WINRATE:
-            from .winrate import win_rates
-
-            if args.bootstrap:
-                raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-            result = win_rates(frame, options.get("baseline"), level=args.level)
-        else:
-            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options)
+        result, raters = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, bootstrap=args.bootstrap,
+                                      seed=args.seed, **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
