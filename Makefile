@@ -8,7 +8,7 @@ CHROMIUM := /usr/bin/chromium
 # Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
 INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/postgresql/bin/initdb)
 
-.PHONY: demo test prepare browser postgres bench report report-alpaca clean
+.PHONY: demo test wheel-check prepare browser postgres bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,8 +39,12 @@ prepare: $(STAMP)
 demo: prepare
 	$(BIN)/python app.py
 
-test: prepare browser postgres
+test: prepare browser postgres wheel-check
 	$(BIN)/python -m pytest -q
+
+# The wheel with its base dependencies only, in a new virtualenv, run from an empty folder.
+wheel-check: $(STAMP)
+	PYTHON=$(BIN)/python tests/wheel_check.sh
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
