@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.export", description=(
         "Export the arena's stored votes for analysis: every vote as a JSONL record (flags kept in meta, "
         "so analysis can filter), or as FastChat battles."),
-        epilog="Example: python -m arena.export --db data/arena.db --out votes.jsonl, then "
+        epilog="Example: python -m arena.export --db arena.db --out votes.jsonl, then "
                "python -m analysis.ratings --votes votes.jsonl")
     parser.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file of the vote store")
     parser.add_argument("--out", required=True, type=Path, help="file to write")

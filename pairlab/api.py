@@ -3,7 +3,7 @@
 Each function is the library call behind one command, so the numbers are the command's on
 the same input: :func:`rate` is ``pairlab ratings --json`` (its ``ratings`` rows),
 :func:`bias_report` is ``pairlab report`` (``to_dict()`` is report.json), :func:`judge_worth`
-is ``pairlab ratings --judge human --ppi JUDGE``. ``votes`` is what :func:`read_votes`
+is report.json's ``judges[JUDGE].ppi``. ``votes`` is what :func:`read_votes`
 returned, or the files and folders themselves.
 
 The analysis (pandas, scipy, statsmodels) is imported on first call, so ``import pairlab``
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Union
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analysis.ratings.ppi import PPIRatings
+    from analysis.judging.worth import JudgeWorth
     from analysis.report.build import BiasReport
 
 __all__ = ["Report", "bias_report", "judge_worth", "rate", "read_votes"]
@@ -57,6 +57,15 @@ def _paths(votes) -> list[str] | None:
     if isinstance(votes, Sequence) and all(isinstance(v, (str, os.PathLike)) for v in votes):
         return [os.fspath(v) for v in votes]
     return None
+
+
+def _table(votes) -> tuple[pd.DataFrame, list[str], list[str] | None]:
+    """The record table of ``votes``, what its reading skipped, and its paths (None for a table)."""
+    paths = _paths(votes)
+    if paths is None:
+        return votes, [], None
+    table, skipped = _read(paths, skip_bad=False)
+    return table, skipped, paths
 
 
 def _battles(votes, *, judge: str | None, with_failures: bool = False) -> pd.DataFrame:
@@ -107,18 +116,18 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
     return result.table
 
 
-def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, level: float = 0.95) -> PPIRatings:
-    """What ``judge`` is worth in human votes: prediction-powered ratings on people's scale from
-    their votes and the judge's verdicts (PPI++; Angelopoulos, Duchi and Zrnic 2023, applied to
-    Bradley-Terry by Boyeau et al. 2024), as ``pairlab ratings --judge human --ppi JUDGE``.
-
-    ``.table`` the ratings, ``.summary()`` the ``ppi`` block (``lambda``, ``n_human``,
-    ``effective_human_votes``: how many votes people alone would need for intervals as narrow).
+def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None = None, rating_bootstrap: int = 200,
+                seed: int = 0) -> JudgeWorth:
+    """What ``judge`` is worth in human votes, as report.json's ``judges[judge].ppi`` (with the
+    report's options): prediction-powered ratings (PPI++; Angelopoulos, Duchi and Zrnic 2023,
+    applied to Bradley-Terry by Boyeau et al. 2024) with people on a random share of the judge's
+    pairs; ``effective_votes`` (with ``effective_ci``) is how many votes people alone would need
+    for intervals as narrow, ``ratio`` what one human vote is worth beside the judge.
     """
-    from analysis.ratings.cli import rate_battles
+    from analysis.report.build import judge_worth_alone
 
-    result, _ = rate_battles(_battles(votes, judge=None), "bt", judge="human", ppi=judge, level=level)
-    return result
+    table = _table(votes)[0]
+    return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -151,11 +160,7 @@ def bias_report(votes: pd.DataFrame | Paths, *, humans: str | None = None, boots
     from analysis.judging.annotator import read_run_timings
     from analysis.report.build import build_report
 
-    paths = _paths(votes)
-    table, issues, sources, timings = votes, [], (), {}
-    if paths is not None:
-        table, issues = _read(paths, skip_bad=False)
-        sources = paths
-        timings, _ = read_run_timings(paths)  # judges.run manifests beside the records
+    table, issues, paths = _table(votes)
+    timings = read_run_timings(paths)[0] if paths else {}  # judges.run manifests beside the records
     return Report(build_report(table, human_prefix=humans, n_boot=bootstrap, rating_bootstrap=rating_bootstrap,
-                               seed=seed, issues=issues, sources=sources, panel=panel, timings=timings))
+                               seed=seed, issues=issues, sources=paths or (), panel=panel, timings=timings))

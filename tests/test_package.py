@@ -103,21 +103,6 @@ def test_rate_gives_the_ratings_command_s_numbers(votes):
         assert table["n"].sum() == 2 * 400
 
 
-def test_judge_worth_is_the_ppi_command_s(votes):
-    import pairlab
-
-    done = pairlab_command("ratings", "--votes", str(votes), "--judge", "human", "--ppi", "judge-x", "--json")
-    assert done.returncode == 0, done.stderr
-    expected = json.loads(done.stdout)
-    worth = pairlab.judge_worth(pairlab.read_votes(votes), judge="judge-x")
-    assert worth.summary()["n_human"] == expected["ppi"]["n_human"] == 400
-    assert worth.summary()["effective_human_votes"] == pytest.approx(expected["ppi"]["effective_human_votes"])
-    for mine, theirs in zip(worth.to_dict()["ratings"], expected["ratings"], strict=True):
-        assert (mine["model"], mine["rank_set"]) == (theirs["model"], theirs["rank_set"])
-        assert [mine[k] for k in ("rating", "lower", "upper")] == pytest.approx([theirs[k] for k in
-                                                                                 ("rating", "lower", "upper")])
-
-
 def test_bias_report_is_report_json(votes, tmp_path):
     import pairlab
 
@@ -131,6 +116,12 @@ def test_bias_report_is_report_json(votes, tmp_path):
     assert {**from_table, "sources": written["sources"]} == written
     paths = report.write(tmp_path / "api")
     assert json.loads(paths["json"].read_text()) == written and paths["html"].stat().st_size > 0
+    # The judge's worth alone: the report's entry, without the rest of the report.
+    from analysis.report.worth import worth_json
+
+    worth = pairlab.judge_worth(votes, judge="judge-x", rating_bootstrap=20)
+    assert json.loads(json.dumps(worth_json(worth))) == written["judges"]["judge-x"]["ppi"]
+    assert worth.n_human > 0 and worth.effective_votes > 0
 
 
 _LIGHT = """

@@ -27,7 +27,8 @@ done
 
 echo "wheel-check: installing it with its base dependencies into a new virtualenv"
 "$python" -m venv "$work/venv"
-quiet "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
+# --no-compile: bytecode for the modules the check imports is written as they are imported
+quiet "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile "$wheel"
 bin="$work/venv/bin"
 
 mkdir "$work/empty" && cd "$work/empty"
