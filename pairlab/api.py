@@ -112,7 +112,7 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
     frame = _battles(votes, judge=None if judge == "all" else judge, with_failures=method == WINRATE)
     if frame.empty:
         raise ValueError("no battles to rate" + (f" for judge {judge!r}" if judge else ""))
-    result, _ = rate_battles(frame, method, judge=judge, bootstrap=bootstrap, seed=seed, level=level, **options)
+    result, _, _ = rate_battles(frame, method, judge=judge, bootstrap=bootstrap, seed=seed, level=level, **options)
     return result.table
 
 

@@ -38,13 +38,16 @@ test -s report/report.json && test -s report/report.html && test -s report/repor
 "$bin/python" -c "import pairlab; print(pairlab.rate('$votes').to_string(index=False))" 2>/dev/null
 
 # A command whose extra is missing: one line naming what to install, exit 2, no traceback.
-set +e
-"$bin/pairlab" arena > out.txt 2>&1
-code=$?
-set -e
-if [ "$code" != 2 ] || [ "$(wc -l < out.txt)" != 1 ] || ! grep -q "pip install 'pairlab\[arena\]'" out.txt; then
-    echo "wheel-check: 'pairlab arena' without its extra answered (exit $code):" >&2; cat out.txt >&2; exit 1
-fi
+missing() {  # EXTRA COMMAND...
+    local extra=$1 code; shift
+    set +e; "$bin/pairlab" "$@" > out.txt 2>&1; code=$?; set -e
+    if [ "$code" != 2 ] || [ "$(wc -l < out.txt)" != 1 ] || ! grep -q "pip install 'pairlab\[$extra\]'" out.txt; then
+        echo "wheel-check: 'pairlab $*' without pairlab[$extra] answered (exit $code):" >&2; cat out.txt >&2; exit 1
+    fi
+    echo "wheel-check: $(cat out.txt)"
+}
+missing models generate --prompts "$repo/data/prompts.jsonl" --models gemma3-270m,gguf:/dev/null --out pairs.jsonl
+missing arena
 "$bin/python" - <<'PY'
 import importlib.util, sys
 installed = [m for m in ("torch", "gradio", "transformers", "sqlalchemy") if importlib.util.find_spec(m)]
@@ -53,4 +56,4 @@ PY
 if [ -e "$work/empty/arena.db" ] || ls "$work"/venv/lib/python*/site-packages/pairlab/data/*.db 2>/dev/null; then
     echo "wheel-check: a vote store was created" >&2; exit 1
 fi
-echo "wheel-check: ok ($(du -sh "$work/venv" | cut -f1) installed; $(cat out.txt))"
+echo "wheel-check: ok ($(du -sh "$work/venv" | cut -f1) installed)"

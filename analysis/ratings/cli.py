@@ -222,26 +222,29 @@ def choose_raters(frame, judge: str | None):
 def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, bootstrap: int = 0,
                  seed: int = 0, level: float = 0.95, **options):
     """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
-    the result (its ``to_dict()`` is the ``--json`` output) and the line saying which raters were
-    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design)."""
+    the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
+    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
+    the number of battles rated."""
     raters = None
     if ppi is None:
         frame, raters = choose_raters(frame, judge)
     if ppi is not None and method == WINRATE:
         from .ppi import ppi_win_rates
 
-        return ppi_win_rates(frame, ppi, options.get("baseline"), level=level), raters
-    if ppi is not None:
+        result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
+    elif ppi is not None:
         from .ppi import ppi_ratings
 
-        return ppi_ratings(frame, ppi, level=level), raters
-    if method == WINRATE:
+        result = ppi_ratings(frame, ppi, level=level)
+    elif method == WINRATE:
         from .winrate import win_rates
 
         if bootstrap:
             raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-        return win_rates(frame, options.get("baseline"), level=level), raters
-    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options), raters
+        result = win_rates(frame, options.get("baseline"), level=level)
+    else:
+        result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
+    return result, raters, len(frame)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        result, raters = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, bootstrap=args.bootstrap,
-                                      seed=args.seed, **options)
+        result, raters, n_battles = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi,
+                                                 bootstrap=args.bootstrap, seed=args.seed, **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         print(render_winrate(result))
     else:
         print(raters)
-        print(render(result, len(frame)))
+        print(render(result, n_battles))
     return 0
 
 
