@@ -47,7 +47,7 @@ missing() {  # EXTRA COMMAND...
     echo "wheel-check: $(cat out.txt)"
 }
 missing models generate --prompts "$repo/data/prompts.jsonl" --models gemma3-270m,gguf:/dev/null --out pairs.jsonl
-missing arena
+missing arena arena
 "$bin/python" - <<'PY'
 import importlib.util, sys
 installed = [m for m in ("torch", "gradio", "transformers", "sqlalchemy") if importlib.util.find_spec(m)]
