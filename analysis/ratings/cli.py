@@ -224,7 +224,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
     """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
     the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
     rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
-    the number of battles rated."""
+    the battles rated."""
     raters = None
     if ppi is None:
         frame, raters = choose_raters(frame, judge)
@@ -244,7 +244,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
         result = win_rates(frame, options.get("baseline"), level=level)
     else:
         result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
-    return result, raters, len(frame)
+    return result, raters, frame
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        result, raters, n_battles = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi,
-                                                 bootstrap=args.bootstrap, seed=args.seed, **options)
+        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi,
+                                             bootstrap=args.bootstrap, seed=args.seed, **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         print(render_winrate(result))
     else:
         print(raters)
-        print(render(result, n_battles))
+        print(render(result, len(frame)))
     return 0
 
 
