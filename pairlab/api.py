@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from analysis.judging.worth import JudgeWorth
-    from analysis.report.build import BiasReport
+    from analysis.report.estimates import BiasReport
 
 __all__ = ["Report", "bias_report", "judge_worth", "rate", "read_votes"]
 
@@ -124,7 +124,7 @@ def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None =
     pairs; ``effective_votes`` (with ``effective_ci``) is how many votes people alone would need
     for intervals as narrow, ``ratio`` what one human vote is worth beside the judge.
     """
-    from analysis.report.build import judge_worth_alone
+    from analysis.report.estimates import judge_worth_alone
 
     table = _table(votes)[0]
     return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed)
@@ -158,7 +158,7 @@ def bias_report(votes: pd.DataFrame | Paths, *, humans: str | None = None, boots
     people and every LLM judge: ``pairlab report`` with the same options (``humans`` is
     ``--humans``, ``panel=False`` is ``--no-panel``)."""
     from analysis.judging.annotator import read_run_timings
-    from analysis.report.build import build_report
+    from analysis.report.estimates import build_report
 
     table, issues, paths = _table(votes)
     timings = read_run_timings(paths)[0] if paths else {}  # judges.run manifests beside the records

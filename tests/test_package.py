@@ -116,7 +116,7 @@ def test_bias_report_is_report_json(votes, tmp_path):
     paths = report.write(tmp_path / "api")
     assert json.loads(paths["json"].read_text()) == written and paths["html"].stat().st_size > 0
     # The judge's worth alone: the report's entry, without the rest of the report.
-    from analysis.report.worth import worth_json
+    from analysis.report.worth_section import worth_json
 
     worth = pairlab.judge_worth(votes, judge="judge-x", rating_bootstrap=20)
     assert json.loads(json.dumps(worth_json(worth))) == written["judges"]["judge-x"]["ppi"]
