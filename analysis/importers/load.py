@@ -9,19 +9,24 @@ from pathlib import Path
 
 from pairlab.records import Record, RecordError
 
-from . import alpaca_eval, arena, arena_hard, own, pandalm
+from . import alpaca_eval, arena, arena_hard, battles, own, pandalm
 from .issues import ImportIssue, ImportResult
-from .rows import SUFFIXES, Row, iter_rows
+from .rows import SUFFIXES, Row, check_regular, iter_rows
 
-__all__ = ["FORMATS", "describe_formats", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
+__all__ = ["FORMATS", "describe_formats", "format_names", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
 
 # Row formats in the order they are tried on a file's first row (most specific first).
-FORMATS = (own, alpaca_eval, arena_hard, arena)
+FORMATS = (own, alpaca_eval, arena_hard, arena, battles)
 
 
 def describe_formats() -> str:
-    """One line per format we read, for --help and for the unknown-format error."""
+    """One line per format we read, for --help."""
     return "\n".join(f"  {m.NAME}: {m.SUMMARY}" for m in (*FORMATS, pandalm))
+
+
+def format_names() -> str:
+    """The formats we read, named on one line: errors are one line."""
+    return ", ".join(m.NAME for m in (*FORMATS, pandalm))
 
 
 def load_records(path: str | os.PathLike, *, skip_bad: bool = False) -> list[Record]:
@@ -64,6 +69,8 @@ def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fals
 def iter_sources(path: Path, issues: list[ImportIssue], *, seen: set[Path] | None = None) -> Iterator[Path]:
     """The files (and PandaLM folders) a path stands for, each once, in the order they are read."""
     seen = set() if seen is None else seen
+    if path.exists() and not path.is_dir():
+        check_regular(path)  # before anything opens it: a FIFO would block, a device never end
     if path.exists():
         real = path.resolve()
         if real in seen:
@@ -100,8 +107,8 @@ def source_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fa
         yield from recs
         return
     if path.suffix not in SUFFIXES:
-        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}); "
-                          "the formats read are:\n" + describe_formats())
+        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}; "
+                          f"formats read: {format_names()})")
     fmt = None
     for row in _rows(path, issues, skip_bad):
         try:
@@ -143,6 +150,8 @@ def _rows(path: Path, issues: list[ImportIssue], skip_bad: bool) -> Iterator[Row
 
 def _convert(fmt, row: Row) -> list[Record]:
     try:
+        if fmt is battles:  # no texts to name the pair: its place in the file does
+            return battles.convert(row.data, f"{row.path.name} {row.where}")
         return fmt.convert(row.data)
     except RecordError as exc:
         raise row.error(exc.message) from None
@@ -158,8 +167,8 @@ def _detect(row: Row):
     for fmt in FORMATS:
         if fmt.matches(row.data):
             return fmt
-    raise row.error(f"unknown format: a row with the fields {_fields(row.data)}; the formats read are:\n"
-                    + describe_formats())
+    raise row.error(f"unknown format: a row with the fields {_fields(row.data)} (formats read: {format_names()}; "
+                    "--help describes each)")
 
 
 def _fields(data: dict) -> str:

@@ -46,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true",
                    help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--all-votes", action="store_true",
+                   help="analyse every vote, also those the arena's leaderboard does not count (cast on named "
+                        "models, identity leaks, set aside by vote hygiene, prompt-set votes); by default they are "
+                        "left out, as analysis.ratings leaves them out, and the report says how many")
     p.add_argument("--humans", metavar="JUDGE-PREFIX",
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
                         "'human:<id>' always are)")
@@ -119,6 +123,23 @@ def _collector_paused():
         gc.enable()
 
 
+def _counted_votes(table, all_votes: bool):
+    """The votes the leaderboard counts (pairlab.ratable, the rule analysis.ratings applies),
+    or every vote with ``all_votes``; and a note saying what was left out, or kept."""
+    from pairlab.ratable import ratable_mask
+
+    counted = ratable_mask(table)
+    left_out = len(counted) - int(counted.sum())
+    if not left_out:
+        return table, None
+    if all_votes:
+        return table, (f"every vote analysed (--all-votes), {left_out} of them votes the leaderboard does not count "
+                       "(named models, identity leaks, vote-hygiene flags, prompt-set votes)")
+    return (table[counted].reset_index(drop=True),
+            f"left out {left_out} of {len(counted)} votes the leaderboard does not count (named models, identity "
+            "leaks, vote-hygiene flags, prompt-set votes), as analysis.ratings does; --all-votes keeps them")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -149,6 +170,9 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             why = f" ({skipped[0]})" if skipped else ""
             fail("no records found in " + ", ".join(args.votes) + why)
         issues = [str(i) for i in skipped]
+        table, rule_note = _counted_votes(table, args.all_votes)
+        if rule_note:
+            issues.append(rule_note)
         for issue in issues:
             print(f"note: {issue}", file=sys.stderr)
         progress = None if args.quiet else _progress_bar
