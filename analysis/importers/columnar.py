@@ -61,15 +61,16 @@ def read_table(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False,
     file and line; with ``skip_bad`` it is skipped and reported as an :class:`ImportIssue`.
     """
     issues: list[ImportIssue] = []
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
     sources = [s for p in paths for s in iter_sources(Path(p), issues, seen=seen)]
-    sizes = [s.stat().st_size if s.is_file() else 0 for s in sources]
-    bar = progress(sum(sizes)) if progress else None
+    # None for a PandaLM folder (read by its importer)
+    sizes = [None if s.is_dir() else s.stat().st_size for s in sources]
+    bar = progress(sum(n or 0 for n in sizes)) if progress else None
     reader = _Reader(issues, skip_bad)
     for source, size in zip(sources, sizes):
         reader.read(source, size)
         if bar is not None:
-            bar.update(size)
+            bar.update(size or 0)
     tables = reader.finish()
     if bar is not None:
         bar.close()
@@ -95,8 +96,8 @@ class _Reader:
         self.small_bytes = 0
         self.records: list = []
 
-    def read(self, source: Path, size: int) -> None:
-        if source.suffix == ".jsonl" and size <= _SMALL and source.is_file():
+    def read(self, source: Path, size: int | None) -> None:
+        if source.suffix == ".jsonl" and size is not None and size <= _SMALL:
             data = _small_records(source, size)
             if data is not None:
                 self._flush_records()
@@ -173,8 +174,9 @@ def _parse_records(source) -> pd.DataFrame | None:
 
 
 def _fast(path: Path) -> pd.DataFrame | None:
-    """The file's table read column-wise, or None where it must be read row by row."""
-    if path.suffix not in (".jsonl", ".parquet", ".csv") or not path.is_file():
+    """The file's table read column-wise, or None where it must be read row by row (a PandaLM
+    folder, by its importer)."""
+    if path.suffix not in (".jsonl", ".parquet", ".csv") or path.is_dir():
         return None
     if path.suffix == ".jsonl":
         if not _own_first_line(_first_lines(path)) or not _utf8(path):

@@ -68,12 +68,14 @@ class Row:
         return f"line {self.line}" if self.line is not None else f"item {self.item}"
 
 
-def check_regular(path: Path) -> os.stat_result:
-    """``path``'s status (links followed) if it is a regular file, else a :class:`RecordError`."""
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise RecordError(path, None, exc.strerror or "cannot be read") from None
+def check_regular(path: Path, info: os.stat_result | None = None) -> os.stat_result:
+    """``path``'s status (links followed; ``info`` where known) if it is a regular file, else a
+    :class:`RecordError`."""
+    if info is None:
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            raise RecordError(path, None, exc.strerror or "cannot be read") from None
     if not stat.S_ISREG(info.st_mode):
         kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
                 or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
