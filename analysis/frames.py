@@ -7,14 +7,13 @@ judge_family, prompt_id, tstamp, parse_error, prob_a, strength, baseline`` where
 judged against, from ``meta.baseline``, e.g. AlpacaEval's ``generator_1``).
 ``anony`` (was the vote cast on anonymous models?) comes from the record or its ``meta``
 and defaults to True; ``identity_leak`` comes from ``meta.identity_leak`` and defaults to
-False.
+False. :func:`load_frame` reads through the one reader and keeps the votes the one rule counts.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import pandas as pd
 
