@@ -10,7 +10,8 @@ first clean vote on each pair: only a login stops one person from voting as many
 judges' verdicts carry none of these marks and always count.
 
 :func:`ratable_mask` applies the rule to a record table (:mod:`analysis.record_table`: the
-columns ``anony, identity_leak, flagged, mode, voter, pair_id``, rows in the order stored).
+columns ``anony, identity_leak, flagged, mode, voter, pair_id``, rows in the order stored; a
+missing column has the default of a record without that mark).
 ``arena.store.VoteStore.ratable`` states it in SQL for the database, with these constants;
 the tests hold both to a record-by-record statement of the rule.
 """
@@ -43,13 +44,20 @@ def ratable_mask(table, *, prompt_set_rated: bool = False, include_named: bool =
     """
     import numpy as np
 
+    def flag(name: str, default: bool) -> np.ndarray:  # a table of battles may lack the arena's columns
+        if name not in table:
+            return np.full(len(table), default)
+        return table[name].fillna(default).to_numpy(dtype=bool)
+
     clean = np.ones(len(table), dtype=bool)
     if not include_named:
-        clean &= table["anony"].to_numpy(dtype=bool)
+        clean &= flag("anony", True)
     if not include_leaks:
-        clean &= ~table["identity_leak"].to_numpy(dtype=bool)
+        clean &= ~flag("identity_leak", False)
     if not include_flagged:
-        clean &= ~table["flagged"].to_numpy(dtype=bool)
+        clean &= ~flag("flagged", False)
+    if "mode" not in table:
+        return clean
     prompt_set = (table["mode"] == PROMPT_SET_MODE).fillna(False).to_numpy(dtype=bool)
     if include_prompt_set or not prompt_set.any():
         return clean
