@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from analysis.importers.rows import MAX_DOCUMENT, MAX_LINE
 
@@ -88,13 +89,15 @@ def test_a_fifo_in_a_folder_is_refused_too(tmp_path):
     _one_verdict(tmp_path / "votes", tmp_path / "out", "a FIFO, not a regular file", peak_mb=400)
 
 
-def test_a_line_longer_than_the_limit_stops_the_read_at_the_limit(tmp_path):
+@pytest.mark.parametrize("records_before", [0, 1])
+def test_a_line_longer_than_the_limit_stops_the_read_at_the_limit(tmp_path, records_before):
     sparse = tmp_path / "votes.jsonl"
     with open(sparse, "wb") as fh:
-        fh.truncate(1 << 30)  # one 1 GiB line of NUL bytes, costing no disk
+        fh.write(b"".join(json.dumps(RECORD).encode() + b"\n" for _ in range(records_before)))
+        fh.truncate(1 << 30)  # then one line of NUL bytes up to 1 GiB, costing no disk
     # The limit's bytes, a few times over at most: not the gigabyte.
-    _one_verdict(sparse, tmp_path / "out", f"votes.jsonl:1: a line longer than {MAX_LINE >> 20} MiB",
-                 peak_mb=150 + 6 * (MAX_LINE >> 20))
+    _one_verdict(sparse, tmp_path / "out", f"votes.jsonl:{records_before + 1}: a line longer than "
+                 f"{MAX_LINE >> 20} MiB", peak_mb=150 + 6 * (MAX_LINE >> 20))
 
 
 def test_a_json_document_over_the_limit_is_refused_before_it_is_read(tmp_path):
