@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .records import Record
 
-__all__ = ["AUTHENTICATED", "PROMPT_SET_MODE", "ratable_mask", "record_setting"]
+__all__ = ["AUTHENTICATED", "PROMPT_SET_MODE", "leaderboard_votes", "ratable_mask", "record_setting"]
 
 PROMPT_SET_MODE = "prompt_set"
 AUTHENTICATED = "u-"  # prefix of a logged-in voter's id
@@ -68,3 +68,21 @@ def ratable_mask(table, *, prompt_set_rated: bool = False, include_named: bool =
         repeated = table[["voter", "pair_id"]].iloc[rows].astype(object).duplicated().to_numpy()
         keep[rows[~repeated]] = True
     return clean & keep
+
+
+def leaderboard_votes(table, *, all_votes: bool = False):
+    """``(table, note)``: the rows the leaderboard counts (:func:`ratable_mask`), or every row
+    with ``all_votes``; ``note`` says how many were left out, or kept (None where every row
+    counts). For analyses that show every rater (the bias report), so that their people's
+    numbers are the ratings command's and never silently differ."""
+    counted = ratable_mask(table)
+    left_out = len(counted) - int(counted.sum())
+    kinds = "named models, identity leaks, vote-hygiene flags, prompt-set votes"
+    if not left_out:
+        return table, None
+    if all_votes:
+        return table, (f"every vote analysed (--all-votes), {left_out} of them votes the leaderboard does not count "
+                       f"({kinds})")
+    return (table[counted].reset_index(drop=True),
+            f"left out {left_out} of {len(counted)} votes the leaderboard does not count ({kinds}), as analysis.ratings "
+            "does; --all-votes (all_votes=True) keeps them")

@@ -216,3 +216,11 @@ def test_the_vectorised_rule_is_the_record_by_record_rule(votes, prompt_set_rate
         write_records(path, records)
         table, _ = read_table([path])
     assert ratable_mask(table, prompt_set_rated=prompt_set_rated).tolist() == want
+
+
+def test_a_report_of_votes_none_of_which_count_says_why(tmp_path):
+    path = tmp_path / "votes.jsonl"
+    write_records(path, [_record(b, anony=False) for b in _battles(10)])
+    proc = _run("-m", "analysis.report", "--votes", str(path), "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "left out 10 of 10 votes the leaderboard does not count" in proc.stderr

@@ -123,23 +123,6 @@ def _collector_paused():
         gc.enable()
 
 
-def _counted_votes(table, all_votes: bool):
-    """The votes the leaderboard counts (pairlab.ratable, the rule analysis.ratings applies),
-    or every vote with ``all_votes``; and a note saying what was left out, or kept."""
-    from pairlab.ratable import ratable_mask
-
-    counted = ratable_mask(table)
-    left_out = len(counted) - int(counted.sum())
-    if not left_out:
-        return table, None
-    if all_votes:
-        return table, (f"every vote analysed (--all-votes), {left_out} of them votes the leaderboard does not count "
-                       "(named models, identity leaks, vote-hygiene flags, prompt-set votes)")
-    return (table[counted].reset_index(drop=True),
-            f"left out {left_out} of {len(counted)} votes the leaderboard does not count (named models, identity "
-            "leaks, vote-hygiene flags, prompt-set votes), as analysis.ratings does; --all-votes keeps them")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -170,7 +153,11 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             why = f" ({skipped[0]})" if skipped else ""
             fail("no records found in " + ", ".join(args.votes) + why)
         issues = [str(i) for i in skipped]
-        table, rule_note = _counted_votes(table, args.all_votes)
+        from pairlab.ratable import leaderboard_votes
+
+        table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
+        if not len(table):
+            fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
         if rule_note:
             issues.append(rule_note)
         for issue in issues:
