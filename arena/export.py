@@ -33,6 +33,9 @@ def to_fastchat(record: Record) -> dict:
         "pair_id": record.pair_id,
         "identity_leak": record.meta.get("identity_leak", False),
         "flags": record.meta.get("flags", []),
+        # What the vote rule (pairlab.ratable) reads besides the flags: a file read back counts what the arena does.
+        "mode": record.meta.get("mode"),
+        "voter": record.meta.get("voter"),
     }
 
 

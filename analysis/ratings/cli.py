@@ -46,9 +46,10 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
-used. By default only anonymous votes are used, votes flagged as identity leaks are dropped
-and so are the arena's prompt-set votes that its leaderboard leaves out (pairlab/ratable.py);
-records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
+used. Only the votes the arena's leaderboard counts are rated (one rule for every command and
+the API, pairlab/ratable.py): votes cast with model names shown, votes flagged as identity
+leaks, votes vote hygiene set aside and the prompt-set votes the leaderboard leaves out are
+dropped (each --include-* option keeps one kind); records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
 (winrate counts them per model as n_dropped).
 
 Formats read:
@@ -109,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--category", action="append", metavar="CAT", help="only this category (repeatable)")
     parser.add_argument("--include-named", action="store_true", help="also use votes cast with model names shown")
     parser.add_argument("--include-leaks", action="store_true", help="also use votes flagged as identity leaks")
+    parser.add_argument("--include-flagged", action="store_true",
+                        help="also use votes vote hygiene set aside (the arena's meta.flags)")
     parser.add_argument("--include-prompt-set", action="store_true",
                         help="also use the arena's prompt-set votes that its leaderboard leaves out")
     parser.add_argument("--prompt-set-rated", action="store_true",
@@ -264,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 humans_only=args.humans_only,
                 anonymous_only=not args.include_named,
                 exclude_leaks=not args.include_leaks,
+                exclude_flagged=not args.include_flagged,
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
