@@ -68,7 +68,8 @@ lc_instruction_spread_se is what AlpacaEval's leaderboard calls lc_standard_erro
 of the per-instruction predictions, not an uncertainty); lc_note says why an LC win rate is null.
 
 --ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_pairs",
-"n_judge", "lambda", "effective_human_votes"}; with --method winrate it prints {"method": "winrate-ppi",
+"n_judge", "lambda", "effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or
+"picks:uniform" and a "picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
 "baseline", "ratings": [{"model", "win_rate", "lower", "upper", "n_human", "n_judge", "lambda",
 "effective_human_votes", ...}], "ppi": {... lambda the mean over models, effective votes summed}}.
 
@@ -135,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppi", metavar="JUDGE", help="with --judge human and --method bt: prediction-powered "
                         "ratings on people's scale from their votes and JUDGE's verdicts on every pair (PPI++); "
                         "with --method winrate: win rates against the baseline, the same way")
+    parser.add_argument("--picks", metavar="PICKS.jsonl",
+                        help="with --ppi: people voted on a planner's picks (python -m analysis.plan); each vote is "
+                             "weighted by its pair's inverse inclusion probability (active inference) and a vote "
+                             "on a pair outside the picks is an error; the arena's prompt-set votes are used")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -228,6 +233,14 @@ def main(argv: list[str] | None = None) -> int:
             from .ppi import check_ppi_options
 
             check_ppi_options(args)
+        if args.picks is not None and (args.ppi is None or args.method != "bt"):
+            raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
+                             "and --method bt")
+        picks = None
+        if args.picks is not None:
+            from analysis.plan import read_picks
+
+            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = load_frame(
@@ -239,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
-                include_prompt_set=args.include_prompt_set,
+                include_prompt_set=args.include_prompt_set or picks is not None,  # a campaign's votes
                 prompt_set_rated=args.prompt_set_rated,
             )
         for warning in caught[:_SHOWN_WARNINGS]:
@@ -258,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.ppi is not None:
             from .ppi import ppi_ratings
 
-            result = ppi_ratings(frame, args.ppi, level=args.level)
+            result = ppi_ratings(frame, args.ppi, level=args.level, picks=picks)
         elif args.method == WINRATE:
             from .winrate import win_rates
 
