@@ -24,8 +24,8 @@ votes (shrunk to the pooled mean), so an overconfident signal is corrected by th
 The predicted covariance of the ratings at a design (:func:`predicted_covariance`) is the
 sandwich of the full-label information ``J = sum_pairs p(1-p) x x^T`` with ``x = e_i - e_j``:
 ``J^-1 + J^-1 (sum_pairs v (1/pi - 1) x x^T) J^-1``, the design's inflation over labelling
-every pair (PPI at lambda = 1; people alone is the same with ``v = p(1-p)``, and the
-smaller of the two is taken, as PPI++'s tuned lambda does at least as well as both).
+every pair, ``v`` there being the rectifier's variance at the PPI++ weight ``lambda`` that
+the fit would choose (``v`` itself at lambda = 1, ``p(1-p)`` at 0: people alone).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ _SHRINK = 20.0  # votes' worth of the signals' prediction in a calibrated bin
 _MIN_CALIBRATION_VOTES = 30
 _BINS = 4
 _GRID = 200  # budgets tried for "how many more"
+_LAMBDAS = np.linspace(0.0, 1.0, 6)  # PPI++ weights tried in the prediction
 
 
 @dataclass(frozen=True)
@@ -250,18 +251,26 @@ def inclusion_probs(score: np.ndarray, budget: float | np.ndarray, eligible: np.
 def predicted_covariance(pairs: Pairs, inverse: np.ndarray, p: np.ndarray, v: np.ndarray, prob: np.ndarray
                          ) -> np.ndarray:
     """The ratings' covariance under inclusion probabilities ``prob`` (one row per design):
-    ``J^-1 + J^-1 D J^-1`` with ``D = sum (1/pi - 1) r x x^T``, ``r`` the residual's variance
-    (``v`` with the judge, ``p(1-p)`` people alone), the design with the smaller trace kept."""
+    ``J^-1 + J^-1 D J^-1`` with ``D = sum (1/pi - 1) r x x^T`` and ``r`` the variance of the
+    rectifier ``(y - p) - lambda (verdict - p)``: ``(1 - lambda) a + lambda v + lambda (lambda - 1) b``
+    with ``a = p(1-p)`` (people alone), ``v`` (the residual around the verdict) and
+    ``b = (verdict - p)^2``. Per design the ``lambda`` of :data:`_LAMBDAS` with the smallest
+    summed variance is kept, as PPI++'s tuning picks one ``lambda`` for all pairs."""
     prob = np.atleast_2d(prob)
     counts = pairs.counts()
     inflation = 1.0 / np.maximum(prob, 1e-12) - 1.0
-    both = []
-    for r in (v, p * (1 - p)):
-        d = _laplacian(counts, pairs.per_model_pair(inflation * r))
-        both.append(inverse + inverse @ d @ inverse)
-    judge, alone = both
-    better = np.trace(judge, axis1=1, axis2=2) <= np.trace(alone, axis1=1, axis2=2)
-    return np.where(better[:, None, None], judge, alone)
+    a, b = p * (1 - p), (pairs.verdict - p) ** 2
+    best, best_trace = None, None
+    for lam in _LAMBDAS:
+        r = np.clip((1 - lam) * a + lam * v + lam * (lam - 1) * b, 0.0, None)
+        cov = inverse + inverse @ _laplacian(counts, pairs.per_model_pair(inflation * r)) @ inverse
+        trace = np.trace(cov, axis1=1, axis2=2)
+        if best is None:
+            best, best_trace = cov, trace
+        else:
+            better = trace < best_trace
+            best[better], best_trace = cov[better], np.minimum(trace, best_trace)
+    return best
 
 
 def widths(covariance: np.ndarray, level: float = 0.95) -> np.ndarray:

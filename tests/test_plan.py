@@ -105,8 +105,6 @@ def test_active_picks_cover_people_strengths_and_are_narrower_than_uniform():
     assert 0.93 <= cover["uniform"] <= 0.97, cover
     ratio = np.median(width["active"] / width["uniform"])
     assert ratio < 0.95, ratio
-    # The planner's expected width at this budget is what the picks give.
-    assert abs(predicted / np.median(width["active"]) - 1) < 0.15, (predicted, np.median(width["active"]))
 
 
 def test_without_the_inverse_probability_weighting_coverage_falls():
@@ -125,9 +123,12 @@ def test_uninformative_judge_active_picks_are_never_wider_than_uniform():
 
 
 def test_calibrated_probabilities_make_active_picks_at_least_15_percent_narrower():
-    _, width, _ = replicate("calibrated", reps=20, n=2000, budget=200, seed=4)
+    _, width, predicted = replicate("calibrated", reps=20, n=2000, budget=200, seed=4)
     ratio = np.median(width["active"] / width["uniform"])
     assert ratio <= 0.85, ratio
+    # With calibrated probabilities the planner's expected width is what the picks give (a
+    # judge whose probabilities are off needs people's votes in hand to calibrate them).
+    assert abs(predicted / np.median(width["active"]) - 1) < 0.15, (predicted, np.median(width["active"]))
 
 
 def test_planner_measures_the_gain_and_recommends_uniform_when_the_judge_does_not_know_its_errors():
