@@ -45,7 +45,7 @@ from analysis.ratings.ppi import _outcome_from_i
 from analysis.ratings.table import z_two_sided
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
-           "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "main"]
+           "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "projection", "main"]
 
 MIX = 0.2  # share of the budget spread uniformly (Zrnic & Candes mix with the uniform rule)
 GAIN_WORTH = 0.10  # a smaller predicted variance reduction is not worth non-uniform picks
@@ -293,6 +293,7 @@ class Plan:
     widths: pd.DataFrame  # model, active, uniform (expected widths at this budget)
     more: pd.DataFrame  # what, models, active, uniform: more votes to reach the target or to separate
     target_width: float | None
+    curve: pd.DataFrame  # more_votes, active, uniform: expected mean width past the votes in hand
 
     @property
     def recommended(self) -> str:
@@ -362,7 +363,8 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
     return Plan(pairs=pairs, strategy=strategy, budget=float(min(budget, available)), prob=designs[strategy][at],
                 in_hand=in_hand, gain=predicted_gain(v[~in_hand], h[~in_hand]), calibrated=calibrated, theta=theta,
                 widths=table, more=pd.DataFrame(rows, columns=["what", "models", "active", "uniform"], dtype=object),
-                target_width=target_width)
+                target_width=target_width,
+                curve=pd.DataFrame({"more_votes": grid, **{name: widths(c, level).mean(axis=1) for name, c in covs.items()}}))
 
 
 def _strengths(pairs: Pairs) -> np.ndarray:
@@ -375,6 +377,13 @@ def _strengths(pairs: Pairs) -> np.ndarray:
     counts = pairs.counts(pairs.verdict + pairs.y_votes, total)
     theta, _ = newton(HalfTie(), counts, np.zeros(len(pairs.models)), l2=1e-3)
     return theta
+
+
+def projection(frame: pd.DataFrame, judge: str) -> pd.DataFrame | None:
+    """Expected mean 95% width against votes past those in hand (``more_votes``, ``active``,
+    ``uniform``); None when people already voted on every pair the judge saw."""
+    pairs_left = pair_signals(frame, judge).n_votes == 0
+    return make_plan(frame, judge, 1).curve if pairs_left.any() else None
 
 
 def draw_picks(plan: Plan, rng: np.random.Generator) -> pd.DataFrame:

@@ -226,3 +226,30 @@ def test_plan_help_explains(capsys):
         plan_main(["--help"])
     text = capsys.readouterr().out
     assert "inclusion_prob" in text and "--picks" in text and "Zrnic" in text
+
+
+def test_report_shows_width_past_the_votes_in_hand(tmp_path, shared_data):
+    """People on a third of PandaLM's pairs: the report's PPI block carries the planner's expected
+    width against more votes (falling, active picks never wider than uniform beyond noise) and
+    the HTML its figure; with people on every pair there is nothing left to project."""
+    import warnings
+
+    from analysis.importers import load_records
+    from analysis.report import main as report_main
+    from pairlab.records import is_human, write_records
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the test set's known bad rows
+        records = load_records(shared_data / "pandalm")
+    kept = [r for r in records if not is_human(r.judge) or
+            (r.judge == "human:annotator1" and int(r.pair_id.split("-")[1]) % 3 == 0)]
+    write_records(tmp_path / "votes.jsonl", kept)
+    assert report_main(["--votes", str(tmp_path / "votes.jsonl"), "--out", str(tmp_path), "--quiet",
+                        "--rating-bootstrap", "20"]) == 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    curve = pd.DataFrame(doc["judges"]["pandalm-7b"]["ppi"]["projection"])
+    assert curve["more_votes"].iloc[0] == 0 and curve["more_votes"].is_monotonic_increasing
+    for design in ("active", "uniform"):
+        assert curve[design].is_monotonic_decreasing and curve[design].iloc[-1] < 0.8 * curve[design].iloc[0]
+    assert (curve["active"] <= 1.02 * curve["uniform"]).all()
+    assert 'alt="expected interval width against the votes still to collect' in (tmp_path / "report.html").read_text()
