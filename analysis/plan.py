@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,7 +172,8 @@ def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
     code = np.cumsum(used) - 1  # models the judge never saw are not rated here
     return Pairs(models=models[used], pair_id=pairs.index.to_numpy(), i=code[pairs["i"].to_numpy()],
                  j=code[pairs["j"].to_numpy()], verdict=verdict.to_numpy(), soft=np.asarray(soft, float),
-                 n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(), signals=tuple(signals), has_prob=has_prob)
+                 n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(),
+                 signals=tuple(signals), has_prob=has_prob)
 
 
 def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
@@ -181,8 +183,8 @@ def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
     From the signals: with ``q`` the probability that people prefer ``i``, ``E y^2 ~ q`` (a tie
     counted as a half win, rarely) gives ``v = q (1 - 2 verdict) + verdict^2``. With at least
     :data:`_MIN_CALIBRATION_VOTES` votes in hand, pairs are cut into up to :data:`_BINS` bins of
-    that prediction and each bin's ``v`` is the mean squared residual of its votes, shrunk
-    towards the prediction by :data:`_SHRINK` votes' worth.
+    that prediction and each bin's ``v`` moves by the mean gap between its votes' squared
+    residuals and their prediction, shrunk by :data:`_SHRINK` votes' worth of no gap.
     """
     q, verdict = pairs.soft, pairs.verdict
     v = np.clip(q * (1 - 2 * verdict) + verdict ** 2, 0.0, 1.0)
@@ -194,13 +196,10 @@ def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
     n = np.bincount(bins, pairs.n_votes)
     measured = np.bincount(bins, pairs.sq_residual)
     predicted = np.bincount(bins, pairs.n_votes * v)
-    # Per bin, the votes' residual against the signals' prediction for those votes, shrunk.
-    scale = (measured + _SHRINK * predicted / np.maximum(n, 1)) / (n + _SHRINK)
-    mean_pred = np.bincount(bins, v) / np.bincount(bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_bin = np.where(n > 0, scale * mean_pred / np.maximum(predicted / np.maximum(n, 1), 1e-12), mean_pred)
-    # Inside a bin the signals' ordering is kept, the level is the votes'.
-    return np.clip(v * per_bin[bins] / np.maximum(mean_pred[bins], 1e-12), 0.0, 1.0), True
+    # Per bin, the votes' mean residual beyond the signals' prediction for them, shrunk towards
+    # none; added to every pair of the bin, so the signals' order inside it is kept.
+    offset = (measured - predicted) / (n + _SHRINK)
+    return np.clip(v + offset[bins], 0.0, 1.0), True
 
 
 def _information(pairs: Pairs, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -432,7 +431,7 @@ def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95
              "uncertainty signals: " + (", ".join(pairs.signals) or "the judge's verdicts only") +
              ("; calibrated on people's votes in hand" if plan.calibrated else
               "; not calibrated (fewer than %d votes in hand)" % _MIN_CALIBRATION_VOTES),
-             f"predicted gain of active picks: {plan.gain:.0%} less design variance than uniform picks "
+             f"predicted gain of active picks: {plan.gain:.1%} less design variance than uniform picks "
              "(1 - (E sqrt(v h))^2 / E(v h), Zrnic & Candes 2024)"]
     if plan.recommended != plan.strategy:
         lines.append(f"recommended: --strategy {plan.recommended} "
@@ -492,13 +491,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from analysis.frames import load_frame
+    from analysis.ratings.cli import show_warnings
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.target_width is not None and args.target_width <= 0:
             raise ValueError(f"--target-width must be positive, not {args.target_width:g}")
-        frame = load_frame(args.votes, include_prompt_set=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = load_frame(args.votes, include_prompt_set=True)  # a campaign's votes are prompt-set votes
+        show_warnings(caught)
         plan = make_plan(frame, args.judge, args.budget, strategy=args.strategy, target_width=args.target_width)
         picks = draw_picks(plan, np.random.default_rng(args.seed))
         with open(args.out, "w", encoding="utf-8") as fh:

@@ -253,3 +253,17 @@ def test_report_shows_width_past_the_votes_in_hand(tmp_path, shared_data):
         assert curve[design].is_monotonic_decreasing and curve[design].iloc[-1] < 0.8 * curve[design].iloc[0]
     assert (curve["active"] <= 1.02 * curve["uniform"]).all()
     assert 'alt="expected interval width against the votes still to collect' in (tmp_path / "report.html").read_text()
+
+
+def test_inclusion_probabilities_sum_to_the_budget_capped_at_one_with_a_uniform_floor():
+    from analysis.plan import MIX, inclusion_probs
+
+    score = np.r_[np.full(10, 50.0), np.linspace(0, 1, 990)]  # ten pairs far above the rest
+    for budget in (20, 100, 500):
+        prob = inclusion_probs(score, budget)
+        assert prob.sum() == pytest.approx(budget) and prob.max() <= 1
+        assert prob.min() >= MIX * budget / len(score) * 0.999  # no pair near 0
+    assert (inclusion_probs(score, 100)[:10] == 1).all()  # capped, the excess spread over the others
+    both = inclusion_probs(score, np.array([20.0, 500.0]))
+    assert both.shape == (2, 1000) and both[1].sum() == pytest.approx(500)
+    assert (inclusion_probs(score, 1000) == 1).all()

@@ -255,10 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                 include_prompt_set=args.include_prompt_set or picks is not None,  # a campaign's votes
                 prompt_set_rated=args.prompt_set_rated,
             )
-        for warning in caught[:_SHOWN_WARNINGS]:
-            print(f"warning: {warning.message}", file=sys.stderr)
-        if len(caught) > _SHOWN_WARNINGS:
-            print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
+        show_warnings(caught)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
         raters = None  # --ppi uses people's votes and one judge's verdicts by design
@@ -304,6 +301,14 @@ def main(argv: list[str] | None = None) -> int:
         print(raters)
         print(render(result, len(frame)))
     return 0
+
+
+def show_warnings(caught: list) -> None:
+    """The first few import warnings on stderr, and how many more there were."""
+    for warning in caught[:_SHOWN_WARNINGS]:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if len(caught) > _SHOWN_WARNINGS:
+        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
 
 
 def _filters(args: argparse.Namespace) -> str:
