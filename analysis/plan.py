@@ -78,7 +78,6 @@ class Pairs:
     y_votes: np.ndarray  # their summed outcomes
     sq_residual: np.ndarray
     signals: tuple[str, ...]
-    has_prob: bool
 
     def counts(self, wins: np.ndarray | None = None, totals: np.ndarray | None = None) -> PairCounts:
         """Per-pair ``wins`` of ``i`` out of ``totals`` summed per model pair, as :class:`PairCounts`
@@ -138,9 +137,8 @@ def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
     if (mine["i"].nunique() > 1).any() or (mine["j"].nunique() > 1).any():
         raise ValueError(f"judge {judge!r} gives one pair_id to different model pairs "
                          f"({int(((mine['i'].nunique() > 1) | (mine['j'].nunique() > 1)).sum())} pair_ids)")
-    has_prob = bool(np.isfinite(prob[own]).any())
     signals = []
-    if has_prob:
+    if np.isfinite(prob[own]).any():
         signals.append("the judge's probabilities")
     if (pairs["n_orders"] > 1).any():
         signals.append("the judge's two orders")
@@ -173,7 +171,7 @@ def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
     return Pairs(models=models[used], pair_id=pairs.index.to_numpy(), i=code[pairs["i"].to_numpy()],
                  j=code[pairs["j"].to_numpy()], verdict=verdict.to_numpy(), soft=np.asarray(soft, float),
                  n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(),
-                 signals=tuple(signals), has_prob=has_prob)
+                 signals=tuple(signals))
 
 
 def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
@@ -288,7 +286,6 @@ class Plan:
     in_hand: np.ndarray  # pairs people already voted on
     gain: float
     calibrated: bool
-    theta: np.ndarray  # current strengths (log odds), for the ranking and the gaps
     widths: pd.DataFrame  # model, active, uniform (expected widths at this budget)
     more: pd.DataFrame  # what, models, active, uniform: more votes to reach the target or to separate
     target_width: float | None
@@ -360,7 +357,7 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
     for r in rows:
         del r["votes"]
     return Plan(pairs=pairs, strategy=strategy, budget=float(min(budget, available)), prob=designs[strategy][at],
-                in_hand=in_hand, gain=predicted_gain(v[~in_hand], h[~in_hand]), calibrated=calibrated, theta=theta,
+                in_hand=in_hand, gain=predicted_gain(v[~in_hand], h[~in_hand]), calibrated=calibrated,
                 widths=table, more=pd.DataFrame(rows, columns=["what", "models", "active", "uniform"], dtype=object),
                 target_width=target_width,
                 curve=pd.DataFrame({"more_votes": grid, **{name: widths(c, level).mean(axis=1) for name, c in covs.items()}}))

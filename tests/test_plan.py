@@ -267,3 +267,21 @@ def test_inclusion_probabilities_sum_to_the_budget_capped_at_one_with_a_uniform_
     both = inclusion_probs(score, np.array([20.0, 500.0]))
     assert both.shape == (2, 1000) and both[1].sum() == pytest.approx(500)
     assert (inclusion_probs(score, 1000) == 1).all()
+
+
+def test_n_more_votes_reach_the_target_width_in_a_replay():
+    """The planner's "N more votes" for every model to reach a width, collected under its plan:
+    each model's median width over 10 replications lands near the target, the widest one at it
+    (calibrated probabilities)."""
+    rng = np.random.default_rng(9)
+    target, reached, asked = 90.0, [], []
+    for _ in range(10):
+        verdicts, votes = population(rng, 2000, "calibrated")
+        need = make_plan(verdicts, "J", 1, target_width=target).more
+        n_more = int(need.loc[need["what"] == "width", "active"].max())
+        picks = draw_picks(make_plan(verdicts, "J", n_more), rng)
+        table = rate_picks(verdicts, votes, picks)
+        asked.append(n_more)
+        reached.append((table["upper"] - table["lower"]).to_numpy())
+    widest = np.median(reached, axis=0).max()
+    assert 0.85 * target < widest < 1.15 * target, (np.median(asked), np.median(reached, axis=0))
