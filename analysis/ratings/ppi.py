@@ -576,10 +576,11 @@ class PicksDesign:
 def picks_inclusion(human: pd.DataFrame, picks: pd.DataFrame) -> np.ndarray:
     """Each vote's inclusion probability, looked up by its pair_id in ``picks`` (``pair_id``,
     ``inclusion_prob``); a vote on a pair outside the picks raises ``ValueError`` naming how many."""
-    prob = picks.drop_duplicates("pair_id").set_index("pair_id")["inclusion_prob"]
+    prob = picks.assign(pair_id=picks["pair_id"].astype(str)).drop_duplicates("pair_id")
+    prob = prob.set_index("pair_id")["inclusion_prob"]
     if "pair_id" not in human.columns:
         raise ValueError("the human votes have no pair_id: votes are matched to the picks by it")
-    found = human["pair_id"].map(prob).to_numpy(dtype=float)
+    found = human["pair_id"].astype(str).map(prob).to_numpy(dtype=float)
     outside = np.isnan(found)
     if outside.any():
         raise ValueError(f"{int(outside.sum())} human votes are on pairs outside the picks "
