@@ -36,7 +36,7 @@ GOAL_S = 0.4
 
 _BUILD = """
 import pickle, sys
-from analysis.read_table import read_table
+from analysis.importers.columnar import read_table
 from analysis.report import build_report
 table, _ = read_table([sys.argv[1]])
 with open(sys.argv[2], "wb") as fh:

@@ -55,7 +55,7 @@ print(time.perf_counter() - start)
 
 _PARTS = """
 import contextlib, io, sys, time
-from analysis.read_table import read_table
+from analysis.importers.columnar import read_table
 from analysis.report import build_report, write_report
 t0 = time.perf_counter(); table, _ = read_table([sys.argv[1]])
 t1 = time.perf_counter(); report = build_report(table)

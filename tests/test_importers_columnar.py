@@ -12,7 +12,7 @@ import pytest
 
 from analysis import record_table
 from analysis.importers import import_paths
-from analysis.read_table import read_table
+from analysis.importers.columnar import read_table
 from analysis.report import build_report, report_json
 from pairlab.records import RecordError, write_records
 from report_sample import synthetic_records
@@ -119,7 +119,7 @@ def test_unknown_fields_are_left_unread_however_many(tmp_path):
     """A line with twenty thousand unknown keys (top level and in meta) is read column-wise
     into the record columns only, not into twenty thousand Arrow columns, and gives the row
     reader's table."""
-    from analysis.read_table import _fast
+    from analysis.importers.columnar import _fast
 
     rows = synthetic_records(10, seed=9)
     rows[3].update({f"k{i}": i for i in range(20_000)})

@@ -27,7 +27,7 @@ from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 from pairlab.models import family_of
 from pairlab.records import Record
 
-__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
+__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "judge_worth_alone", "rating_frames"]
 
 STRONG_WEIGHT = 3.0  # Arena-Hard-Auto counts a strong verdict (A>>B) as three battles
 WEIGHTING = (
@@ -249,7 +249,7 @@ def _build_report(
     has_humans = HUMAN_RATER in by_rater
     families = {name: None if name == HUMAN_RATER else _rater_family(name, rows) for name, rows in by_rater.items()}
     references = _references(judged, by_rater, families)
-    battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
+    battle_frames = _battle_frames(table, person, usable)
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
 
@@ -322,13 +322,10 @@ def _build_report(
 
 
 def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):
-    """The table the report rates: a judge run in two modes or with two templates split into two
-    raters (never one mixture), and with ``panel`` the virtual judge's verdicts stacked on.
-    Returns it with its person and usable (has a verdict) masks, the panel's members and the
-    notes on the split."""
-    person = record_table.is_person(table, human_prefix)
-    table, split_notes = split_settings(table, person)
-    usable = table["parse_error"].isna().to_numpy()
+    """The table the report rates (:func:`_raters`), and with ``panel`` the virtual judge's
+    verdicts stacked on. Returns it with its person and usable (has a verdict) masks, the
+    panel's members and the notes on the settings split."""
+    table, person, usable, split_notes = _raters(table, human_prefix)
     pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
     if not len(pooled):
         return table, person, usable, (), split_notes
@@ -387,6 +384,32 @@ def _ranked(reports: dict[str, RaterReport]) -> dict[str, RaterReport]:
         return reports
     return {name: replace(rep, ranking=rank_agreement(human_bt, rep.ratings.bt))
             if name != HUMAN_RATER and rep.ratings.bt is not None else rep for name, rep in reports.items()}
+def _raters(table: pd.DataFrame, human_prefix: str | None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str]]:
+    """The table with each judge's settings apart, who is a person, which rows carry a verdict, and notes."""
+    person = record_table.is_person(table, human_prefix)
+    # A judge run in two modes or with two templates is two raters, never one mixture.
+    table, notes = split_settings(table, person)
+    return table, person, table["parse_error"].isna().to_numpy(), notes
+
+
+def _battle_frames(table: pd.DataFrame, person: np.ndarray, usable: np.ndarray) -> dict[str, pd.DataFrame]:
+    """Each rater's battles (people pooled as ``human``), as the raters' ratings read them."""
+    return rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
+
+
+def judge_worth_alone(table: pd.DataFrame, judge: str, *, human_prefix: str | None = None,
+                      rating_bootstrap: int = 200, seed: int = 0) -> JudgeWorth:
+    """The report's ``ppi`` entry for one judge (:func:`analysis.judging.worth.judge_worth`), without
+    the rest of the report: the same battles, the judge's own ratings beside, the same seed."""
+    table, person, usable, _ = _raters(table, human_prefix)
+    frames = _battle_frames(table, person, usable)
+    if judge not in frames or judge == HUMAN_RATER:
+        raise ValueError(f"no verdicts of judge {judge!r}; judges: {', '.join(n for n in frames if n != HUMAN_RATER)}")
+    alone = _ratings(frames[judge], rating_bootstrap, seed).bt
+    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed)
+    if not found:
+        raise ValueError(notes[0] if notes else f"no human votes on the pairs judge {judge!r} judged")
+    return found[0]
 
 
 @functools.wraps(_build_report)
