@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from analysis import record_table
+from pairlab import record_table
 from pairlab.ratable import ratable_mask
 from pairlab.records import Record, is_human
 
@@ -55,7 +55,7 @@ def records_to_frame(records: Iterable[Record]) -> pd.DataFrame:
 
 
 def battle_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The battle frame of a record table (:mod:`analysis.record_table`), row for row."""
+    """The battle frame of a record table (:mod:`pairlab.record_table`), row for row."""
     return _complete(table[[c for c in COLUMNS if c in table.columns]].reset_index(drop=True))
 
 

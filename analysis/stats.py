@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import record_table
 from analysis.resample import distinct_rows, kind_draws
+from pairlab import record_table
 from pairlab.records import HUMAN, Record
 
 __all__ = [
@@ -76,7 +76,7 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
                    key_codes: bool = False) -> tuple[pd.DataFrame, dict[str, int]]:
     """One row per usable record, and the number of records left out per rater.
 
-    ``records`` are records or their table (:mod:`analysis.record_table`). A record is left
+    ``records`` are records or their table (:mod:`pairlab.record_table`). A record is left
     out when it carries a ``parse_error`` (no verdict: ``winner`` is null). ``rater`` is
     the judge id, or ``"human"`` for every human voter (``human_prefix`` widens who counts
     as human, e.g. ``"expert"``); ``voter`` keeps the individual id so per-voter

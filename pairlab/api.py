@@ -32,7 +32,7 @@ Paths = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 def read_votes(*paths: str | os.PathLike, skip_bad: bool = False) -> pd.DataFrame:
     """Every record of these files and folders, one row each, in any format the commands read
     (format detected per file: our records, AlpacaEval, Chatbot Arena / FastChat, Arena-Hard,
-    PandaLM, CSV or Parquet); columns as :mod:`analysis.record_table`. A bad row raises
+    PandaLM, CSV or Parquet); columns as :mod:`pairlab.record_table`. A bad row raises
     :class:`pairlab.records.RecordError` naming file and line, unless ``skip_bad``."""
     import warnings
 

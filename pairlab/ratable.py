@@ -9,7 +9,7 @@ recognise, so the leaderboard leaves every one out, or, where the arena counts t
 first clean vote on each pair: only a login stops one person from voting as many. LLM
 judges' verdicts carry none of these marks and always count.
 
-:func:`ratable_mask` applies the rule to a record table (:mod:`analysis.record_table`: the
+:func:`ratable_mask` applies the rule to a record table (:mod:`pairlab.record_table`: the
 columns ``anony, identity_leak, flagged, mode, voter, pair_id``, rows in the order stored; a
 missing column has the default of a record without that mark).
 ``arena.store.VoteStore.ratable`` states it in SQL for the database, with these constants;

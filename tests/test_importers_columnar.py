@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import record_table
 from analysis.importers import import_paths
 from analysis.importers.columnar import read_table
 from analysis.report import build_report, report_json
+from pairlab import record_table
 from pairlab.records import RecordError, write_records
 from report_sample import synthetic_records
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis import record_table
+from pairlab import record_table
 from analysis.importers import read_table
 from arena.export import to_fastchat
 from pairlab.ratable import ratable_mask

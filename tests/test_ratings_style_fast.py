@@ -32,7 +32,7 @@ def test_record_table_responses_counted_off_their_bytes_equal_plain_counts(left,
     # A record table's responses are categoricals over one set of texts; their counts are read
     # off the Arrow buffer (ASCII tokens by bytes, markdown only where a markup byte occurs).
     from analysis.ratings.style import add_style_features
-    from analysis.record_table import shared_texts
+    from pairlab.record_table import shared_texts
 
     n = min(len(left), len(right))
     a, b = shared_texts(left[:n], right[:n])
@@ -51,7 +51,7 @@ def test_a_list_item_starting_a_one_line_text_is_found_off_its_first_bytes():
     # Texts without markup are looked at only where their first bytes can start a list item:
     # digits and spaces of other scripts (Python's \d and \s) included, a lone digit not.
     from analysis.ratings.style import add_style_features
-    from analysis.record_table import shared_texts
+    from pairlab.record_table import shared_texts
 
     starts = ["1. a", "12. b", "1 a", "1", "1.", "١. x", "9١. x", "\u00a0- x", "\u2003* y", "\x1c- a", "\v+ b", "- ",
               "-", "x- a", "", " 3. c", "٣", "é- a",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import record_table
+from pairlab import record_table
 from pairlab.records import Record
 from report_sample import synthetic_records
 

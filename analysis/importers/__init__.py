@@ -1,7 +1,7 @@
 """Public comparison formats -> one record table, or :class:`pairlab.records.Record` lists.
 
 :func:`read_table` is the one reader every command and the Python API use: files or
-folders in, the record table (:mod:`analysis.record_table`) and the skipped items out.
+folders in, the record table (:mod:`pairlab.record_table`) and the skipped items out.
 :func:`load_records` / :func:`import_paths` give the records themselves. The format of a
 file is detected from its first row (see :func:`describe_formats`), one module each:
 

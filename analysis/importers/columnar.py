@@ -1,4 +1,4 @@
-"""The one reader: files and folders -> one record table (:mod:`analysis.record_table`).
+"""The one reader: files and folders -> one record table (:mod:`pairlab.record_table`).
 
 Every command and the Python API read input here, so a file reads the same everywhere or
 nowhere. The format of each file is detected from its first row (:mod:`.load`); the fast
@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from analysis import record_table
+from pairlab import record_table
 from pairlab.records import HUMAN, RecordError
 
 from . import battles, own

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analysis import record_table
+from pairlab import record_table
 from pairlab.records import Record
 
 __all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary", "panel_table"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import record_table
+from pairlab import record_table
 from pairlab.records import Record
 
 __all__ = ["setting_label", "split_settings"]
@@ -29,7 +29,7 @@ def setting_label(judge: str, mode: str | None, template: str | None) -> str:
 
 def split_settings(records: Sequence[Record] | pd.DataFrame,
                    is_person: Callable[[Record], bool] | np.ndarray) -> tuple[list[Record] | pd.DataFrame, list[str]]:
-    """The records (or their table, :mod:`analysis.record_table`, with ``is_person`` a mask)
+    """The records (or their table, :mod:`pairlab.record_table`, with ``is_person`` a mask)
     with each LLM judge seen under several settings renamed per setting, and a note for each
     judge split so (people are never split)."""
     if isinstance(records, pd.DataFrame):

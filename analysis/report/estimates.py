@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis import record_table
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
 from analysis.judging.leaderboard import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
@@ -24,6 +23,7 @@ from analysis.stats import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
+from pairlab import record_table
 from pairlab.models import family_of
 from pairlab.records import Record
 
@@ -228,7 +228,7 @@ def _build_report(
     workers: int | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
-    ``records`` may be records or their table (:mod:`analysis.record_table`).
+    ``records`` may be records or their table (:mod:`pairlab.record_table`).
 
     Records without a verdict (``parse_error``) are counted per rater, never analysed.
     With ``panel``, two or more LLM judges are also pooled into the virtual judge
