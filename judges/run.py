@@ -34,7 +34,8 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pairlab.records import RecordError, read_pairs
+from pairlab.records import RecordError, read_pairs, read_records, write_records
+from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
 from judges.runner import MODES, JudgeConfig, judge_pairs
 from judges.store import OutputLocked, RunFiles
@@ -184,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(exc))
     if not pairs:
         return _error(f"no pairs in {args.pairs}")
+    if Path(args.out).is_dir():
+        return _error(f"--out {args.out} is a folder; name the records file to write, e.g. {Path(args.out) / 'verdicts.jsonl'}")
 
     def terminate(signum, frame):
         raise Interrupted(signal.Signals(signum).name)
@@ -326,6 +329,8 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
          + (f", {counts.forced} verdict(s) read at the verdict slot (the judge wrote none; "
             "meta.verdict_source = forced-slot)" if counts.forced else "")
          + f"; {body['throughput']['verdicts_per_s']} verdicts/s; manifest {manifest}")
+    if config.swap:
+        _write_order_averaged(args, config, pairs)
     finished = counts.records + counts.failures
     if finished and counts.failures * 2 > finished:
         return _error(
@@ -334,6 +339,23 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
             "verdict tokens' probabilities, never fails to parse), a template that asks for the verdict first, "
             f"a larger --max-new-tokens, or a stronger judge; the raw outputs are in {files.failures}", code=1)
     return 0
+
+
+def _write_order_averaged(args, config: JudgeConfig, pairs: list) -> None:
+    """OUT.pairs.jsonl from every record OUT holds for this judge, template and mode (earlier,
+    resumed runs' included), and one line saying whether the orders agreed."""
+    sha = config.template.sha256
+    mine = [r for r in read_records(args.out) if r.judge == args.judge and r.meta.get("template_sha256") == sha
+            and r.meta.get("mode") == config.mode]
+    averaged = order_averaged(mine, pairs, config.tie_band)
+    path = pairs_path(args.out)
+    write_records(path, averaged)
+    if not averaged:
+        return
+    same = sum(r.extra["consistent"] for r in averaged)
+    _log(f"{path}: {len(averaged)} order-averaged verdict(s); the two orders named the same winner on {same} of "
+         f"{len(averaged)} pairs" + (": the per-order verdicts follow the display order, not the answers; use the "
+                                     "order-averaged ones" if same <= 0.2 * len(averaged) else ""))
 
 
 if __name__ == "__main__":
