@@ -483,11 +483,13 @@ class PPIRatings:
     judge: str
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
+    n_human_left_out: int = 0  # people's votes on pairs the judge gave no verdict on
 
     def summary(self) -> dict:
         return {
             "judge": self.judge,
             "n_human": int(round(self.fit.n_human)),
+            "n_human_left_out": self.n_human_left_out,
             "n_human_pairs": self.fit.n_human_pairs,
             "n_judge": int(round(self.fit.n_judge)),
             "lambda": self.fit.lam,
@@ -497,8 +499,10 @@ class PPIRatings:
     def describe(self) -> str:
         """The CLI's lines under the table: the weight, the counts and what the judge was worth."""
         s = self.summary()
+        left_out = (f"; {self.n_human_left_out} human votes left out: on pairs {self.judge} gave no verdict on "
+                    "(parse failures or pairs it never saw)" if self.n_human_left_out else "")
         return (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
-                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs\n"
+                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs{left_out}\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
                 "rank sets (ranks consistent with the intervals, Chatzi et al. 2024): "
@@ -530,20 +534,25 @@ def _split(frame: pd.DataFrame, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]
     people = frame["judge_type"] == "human" if "judge_type" in frame.columns else frame["judge"].str.startswith("human")
     human, verdicts = frame[people.to_numpy()], frame[(frame["judge"] == judge).to_numpy()]
     if verdicts.empty:
-        raise ValueError(f"no verdicts of judge {judge!r} in the input")
+        present = sorted(set(frame.loc[~people.to_numpy(), "judge"].astype(str)))
+        raise ValueError(f"no verdicts of judge {judge!r} in the input; the judges there: "
+                         + (", ".join(present) if present else "none (only people's votes)"))
     return human, verdicts
 
 
 def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None) -> PPIRatings:
     """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts."""
     human, verdicts = _split(frame, judge)
-    data = ppi_data(human, verdicts, repr(judge))
+    # As the report does (analysis.judging.worth): people's votes on pairs the judge gave no verdict on
+    # (its parse failures, pairs it never saw) have no prediction, so they are left out and counted.
+    data = ppi_data(human, verdicts, repr(judge), unjudged="leave out")
     fit = fit_ppi(data, lam)
     n = data.n_battles
     interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by pair_id "
                 f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)")
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
-    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts))
+    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
+                      n_human_left_out=len(human) - round(data.totals()[0]))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -134,6 +135,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
     with _collector_paused():
         importer = threading.Thread(target=_import, args=_ANALYSIS, name=IMPORTER, daemon=True)
         importer.start()
