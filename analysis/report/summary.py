@@ -125,7 +125,8 @@ def _length_lean(r: RaterReport, people: RaterReport | None) -> str:
             f"{ln.coef:.2f} [{ln.coef_ci[0]:.2f}, {ln.coef_ci[1]:.2f}])")
     base = people.length if people is not None else None
     if base is not None and base.coef is not None and base.coef_ci:
-        text += f", as people do ({base.coef:.2f} [{base.coef_ci[0]:.2f}, {base.coef_ci[1]:.2f}])"
+        text += (f"; people's is {base.coef:.2f} [{base.coef_ci[0]:.2f}, {base.coef_ci[1]:.2f}]: a lean people "
+                 "share is not counted as bias against them")
     return text + "."
 
 

@@ -1,0 +1,69 @@
+"""README's PandaLM headline numbers are the report's (issue 30, item 9): each number README
+quotes is read from README and compared with a report built as `make report` builds it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis.report import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBER = r"([-+]?\d+\.\d+)"
+RANGE = rf"{NUMBER} \[{NUMBER}, {NUMBER}\]"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, shared_data):
+    out = tmp_path_factory.mktemp("readme")
+    assert main(["--votes", str(shared_data / "pandalm"), "--out", str(out), "--quiet"]) == 0  # as `make report`
+    return json.loads((out / "report.json").read_text())
+
+
+def _readme() -> str:
+    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
+
+
+def _close(quoted: tuple[str, ...], value: float, ci: list[float]) -> bool:
+    """Each quoted number equals the report's, rounded as README prints it."""
+    return all(abs(float(q) - v) <= 0.6 * 10 ** -len(q.split(".")[1]) for q, v in zip(quoted, (value, *ci)))
+
+
+@pytest.mark.parametrize("name,judge", [("GPT-3.5", "gpt-3.5-turbo"), ("PandaLM-7B", "pandalm-7b")])
+def test_the_leaderboard_numbers_readme_quotes_are_the_reports(report, name, judge):
+    text = _readme()
+    found = re.search(rf"{re.escape(name)}: Spearman {RANGE}, separability {RANGE}, Brier {RANGE}", text)
+    assert found, f"README no longer quotes {name}'s leaderboard numbers in the expected words"
+    board = report["judges"][judge]["leaderboard"]
+    for k, metric in enumerate(("spearman", "separability", "brier")):
+        quoted = found.groups()[3 * k: 3 * k + 3]
+        assert _close(quoted, board[metric], board["intervals"][metric]), (metric, quoted, board[metric])
+
+
+def test_the_self_family_and_panel_numbers_readme_quotes_are_the_reports(report):
+    text = _readme()
+    sf = report["judges"]["pandalm-7b"]["self_family"]
+    raw = re.search(rf"PandaLM-7B's raw gap for LLaMA is {RANGE}", text)
+    assert raw and _close(raw.groups(), sf["delta"], sf["ci"])
+    term = re.search(rf"its self term is {RANGE} \(not distinguishable from 0\) with a slope of {RANGE}", text)
+    c = sf["controlled"]
+    assert term and _close(term.groups()[:3], c["coef"], c["ci"]) and _close(term.groups()[3:], c["slope"], c["slope_ci"])
+    panel = report["judges"]["panel"]["panel"]
+    ties = re.search(r"it ties (\d+)% of pairs where people tie (\d+)%", text)
+    assert ties and int(ties[1]) == round(100 * panel["tie_rate"]) and int(ties[2]) == round(100 * panel["reference_tie_rate"])
+    less = re.search(rf"agrees with people {RANGE} less often", text)
+    assert less and _close(less.groups(), -panel["s1_difference"], [-x for x in panel["s1_difference_ci"][::-1]])
+
+
+def test_strongest_bias_says_it_is_measured_against_people_and_shows_a_shared_length_lean(report):
+    """Issue 30, item 8: PandaLM-7B read "none detected" beside a length coefficient of 0.32 [0.13, 0.52]."""
+    block = next(b for b in report["summary"] if b["judge"] == "pandalm-7b")
+    line = next(x for x in block["lines"] if x.startswith("Strongest bias"))
+    assert line.startswith("Strongest bias against people")
+    details = report["judges"]["pandalm-7b"]["length"]["details"]
+    coef, ci = details["coef"], details["coef_ci"]
+    assert ci[0] > 0 and f"length coefficient {coef:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" in line
+    assert "people's is" in line
