@@ -67,3 +67,20 @@ def test_strongest_bias_says_it_is_measured_against_people_and_shows_a_shared_le
     coef, ci = details["coef"], details["coef_ci"]
     assert ci[0] > 0 and f"length coefficient {coef:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" in line
     assert "people's is" in line
+
+
+def test_the_pandalm_report_prints_one_note_line_and_readable_times(shared_data, tmp_path):
+    """Issue 30, item 11: 31 `note:` lines came before anything else; the card read "4423.0 s per 1,000"."""
+    import subprocess
+    import sys
+
+    from analysis.report.formatting import duration
+
+    done = subprocess.run([sys.executable, "-m", "analysis.report", "--votes", str(shared_data / "pandalm"), "--out",
+                           str(tmp_path), "--quiet", "--rating-bootstrap", "20", "--bootstrap", "50"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    notes = [x for x in done.stderr.splitlines() if x.startswith("note:")]
+    assert len(notes) == 1 and "31 rows" in notes[0] and "25 kept with parse_error" in notes[0]
+    assert (tmp_path / "report.md").read_text().count("unparseable verdict") == 25  # the detail is in the report
+    assert [duration(x) for x in (42.0, 4423.0, 20000.0, None)] == ["42 s", "74 min", "5.6 h", "-"]

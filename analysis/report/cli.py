@@ -8,6 +8,7 @@ import gc
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -62,6 +63,18 @@ def _parser() -> argparse.ArgumentParser:
                         f"once there are {PARALLEL_ROWS:,} verdicts or more, else 1); the numbers do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _count_notes(issues: list[str]) -> str:
+    """"31 rows read with a remark (25 ... unparseable verdict, 6 ... read as the text)": the notes
+    grouped by what they say, file and row left out."""
+    from collections import Counter
+
+    kinds = Counter(re.sub(r"^.*?: (idx|line|row) [^:]*: ", "", issue).split(" '")[0].split(", read as")[0]
+                    for issue in issues)
+    groups = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common(3))
+    more = f", {len(kinds) - 3} other kinds" if len(kinds) > 3 else ""
+    return f"{len(issues)} rows read with a remark ({groups}{more})"
 
 
 def _positive(text: str) -> int:
@@ -152,8 +165,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             why = f" ({skipped[0]})" if skipped else ""
             fail("no records found in " + ", ".join(args.votes) + why)
         issues = [str(i) for i in skipped]
-        for issue in issues:
-            print(f"note: {issue}", file=sys.stderr)
+        if issues:  # the detail goes into the report; the terminal gets one line
+            print(f"note: {_count_notes(issues)}: each one is listed in the report", file=sys.stderr)
         progress = None if args.quiet else _progress_bar
         from analysis.judging.annotator import read_run_timings
         from analysis.report.build import build_report
