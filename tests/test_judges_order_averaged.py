@@ -87,3 +87,13 @@ def test_judges_run_writes_order_averaged_verdicts_and_refuses_a_folder_as_out(t
     folder = subprocess.run([*run, "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert folder.returncode == 2 and "Traceback" not in folder.stderr
     assert "is a folder" in folder.stderr.splitlines()[-1]
+
+
+def test_the_position_figure_has_no_empty_row_for_the_panel():
+    """Issue 30, item 11: the panel never saw a display order, and its row stood empty."""
+    from analysis.report.figures import position_figure
+
+    report = build_report(_position_followers(), n_boot=50, rating_bootstrap=20)
+    assert "panel" in [r.rater for r in report.raters]
+    rows = [t.get_text() for t in position_figure(report).axes[0].get_yticklabels()]
+    assert rows == ["j1", "j2"]
