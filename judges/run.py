@@ -100,8 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "parse failure; by default its verdict is read at the verdict slot after the judge's "
                         "own text, restricted to the verdict labels, and the record says "
                         "meta.verdict_source = forced-slot")
-    parser.add_argument("--max-new-tokens", type=int, default=256,
-                        help="generate mode: length cap of a judgment (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=int,
+                        help="generate mode: length cap of a judgment (default: 256; 128 for a transformers judge "
+                        "without a GPU, where the embedded judges' texts ran to the cap and their verdicts came "
+                        "from the verdict slot all the same)")
     parser.add_argument("--temperature", type=float, default=0.0,
                         help="generate mode: first attempt's temperature, 0 = greedy (default: %(default)s)")
     parser.add_argument("--retry-temperature", type=float, default=1.0,
@@ -229,6 +231,8 @@ def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
         # On CPU a batch of long generations barely beats one at a time, and the bar would stand
         # still for a whole batch: one judgment at a time shows progress (and an ETA) per judgment.
         batch_size = 1
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 128 if backend == "transformers" and args.mode == "generate" and not _gpu() else 256
     if args.retries is None:
         # With the verdict slot on, a judge whose text held no verdict still gets one there; sampled
         # retries rarely help a small judge and took three times as long. Without it, retry twice.
