@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -46,9 +47,10 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
-used. By default only anonymous votes are used, votes flagged as identity leaks are dropped
-and so are the arena's prompt-set votes that its leaderboard leaves out (pairlab/ratable.py);
-records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
+used. Only the votes the arena's leaderboard counts are rated (one rule for every command and
+the API, pairlab/ratable.py): votes cast with model names shown, votes flagged as identity
+leaks, votes vote hygiene set aside and the prompt-set votes the leaderboard leaves out are
+dropped (each --include-* option keeps one kind); records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
 (winrate counts them per model as n_dropped).
 
 Formats read:
@@ -69,7 +71,8 @@ of the per-instruction predictions, not an uncertainty); lc_note says why an LC 
 
 --ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_left_out"
 (people's votes on pairs the judge gave no verdict on, left out), "n_human_pairs", "n_judge", "lambda",
-"effective_human_votes"}; with --method winrate it prints {"method": "winrate-ppi",
+"effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or "picks:uniform" and a
+"picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
 "baseline", "ratings": [{"model", "win_rate", "lower", "upper", "n_human", "n_judge", "lambda",
 "effective_human_votes", ...}], "ppi": {... lambda the mean over models, effective votes summed}}.
 
@@ -110,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--category", action="append", metavar="CAT", help="only this category (repeatable)")
     parser.add_argument("--include-named", action="store_true", help="also use votes cast with model names shown")
     parser.add_argument("--include-leaks", action="store_true", help="also use votes flagged as identity leaks")
+    parser.add_argument("--include-flagged", action="store_true",
+                        help="also use votes vote hygiene set aside (the arena's meta.flags)")
     parser.add_argument("--include-prompt-set", action="store_true",
                         help="also use the arena's prompt-set votes that its leaderboard leaves out")
     parser.add_argument("--prompt-set-rated", action="store_true",
@@ -136,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppi", metavar="JUDGE", help="with --judge human and --method bt: prediction-powered "
                         "ratings on people's scale from their votes and JUDGE's verdicts on every pair (PPI++); "
                         "with --method winrate: win rates against the baseline, the same way")
+    parser.add_argument("--picks", metavar="PICKS.jsonl",
+                        help="with --ppi: people voted on a planner's picks (python -m analysis.plan); each vote is "
+                             "weighted by its pair's inverse inclusion probability (active inference) and a vote "
+                             "on a pair outside the picks is an error; the arena's prompt-set votes are used")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -227,6 +236,37 @@ def choose_raters(frame, judge: str | None):
     return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
 
 
+def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, picks=None,
+                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, **options):
+    """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
+    the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
+    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
+    the battles rated."""
+    raters = None
+    if ppi is None:
+        frame, raters = choose_raters(frame, judge)
+    if ppi is not None and method == WINRATE:
+        from .ppi import ppi_win_rates
+
+        result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
+    elif ppi is not None:
+        from .ppi import ppi_ratings
+
+        result = ppi_ratings(frame, ppi, level=level, picks=picks)
+    elif method == WINRATE:
+        from .winrate import win_rates
+
+        if bootstrap:
+            raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
+        result = win_rates(frame, options.get("baseline"), level=level)
+    else:
+        result = _rate(frame, method, bootstrap, seed, level, options)
+        paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
+        result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
+                               "pairs" if paired else "votes")
+    return result, raters, frame
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -236,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
             from .ppi import check_ppi_options
 
             check_ppi_options(args)
+        if args.picks is not None and (args.ppi is None or args.method != "bt"):
+            raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
+                             "and --method bt")
+        picks = None
+        if args.picks is not None:
+            from analysis.plan import read_picks
+
+            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = load_frame(
@@ -244,42 +292,18 @@ def main(argv: list[str] | None = None) -> int:
                 humans_only=args.humans_only,
                 anonymous_only=not args.include_named,
                 exclude_leaks=not args.include_leaks,
+                exclude_flagged=not args.include_flagged,
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
-                include_prompt_set=args.include_prompt_set,
+                include_prompt_set=args.include_prompt_set or picks is not None,  # a campaign's votes
                 prompt_set_rated=args.prompt_set_rated,
             )
-        for warning in caught[:_SHOWN_WARNINGS]:
-            print(f"warning: {warning.message}", file=sys.stderr)
-        if len(caught) > _SHOWN_WARNINGS:
-            print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
+        show_warnings(caught)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        raters = None  # --ppi uses people's votes and one judge's verdicts by design
-        if args.ppi is None:
-            frame, raters = choose_raters(frame, args.judge)
-        if args.ppi is not None and args.method == WINRATE:
-            from .ppi import ppi_win_rates
-
-            result = ppi_win_rates(frame, args.ppi, options.get("baseline"), level=args.level)
-        elif args.ppi is not None:
-            from .ppi import ppi_ratings
-
-            result = ppi_ratings(frame, args.ppi, level=args.level)
-        elif args.method == WINRATE:
-            from .winrate import win_rates
-
-            if args.bootstrap:
-                raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-            result = win_rates(frame, options.get("baseline"), level=args.level)
-        else:
-            result, regularised = _rate(frame, args, options)
-            if regularised:
-                print(f"note: {regularised}", file=sys.stderr)
-            paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
-            result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
-                                   "pairs" if paired else "votes")
+        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
+                                             bootstrap=args.bootstrap, seed=args.seed, **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -306,11 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _rate(frame, args: argparse.Namespace, options: dict) -> tuple[RatingTable, str | None]:
+def _rate(frame, method: str, bootstrap: int, seed: int, level: float, options: dict) -> RatingTable:
     """``rate`` with the method's options; Bradley-Terry on battles without a maximum-likelihood
     rating (a model with only wins or only losses) gets the arena leaderboard's prior instead of
-    an error, and a line saying so."""
-    if args.method in ("bt", "bt-davidson") and "l2" not in options and args.bootstrap == 0:
+    an error, and a warning saying so."""
+    if method in ("bt", "bt-davidson") and "l2" not in options and bootstrap == 0:
         from .bt import PRIOR_L2, PRIOR_SD_ELO, mle_exists
         from .counts import aggregate
 
@@ -318,8 +342,17 @@ def _rate(frame, args: argparse.Namespace, options: dict) -> tuple[RatingTable, 
             note = (f"no maximum-likelihood rating exists for these battles (a model has only wins or only losses, "
                     f"Ford 1957): regularised as the arena's leaderboard does, --l2 {PRIOR_L2:g} (a Gaussian prior, SD "
                     f"{PRIOR_SD_ELO:.0f} Elo points, on each model's strength); pass --l2 to choose another")
-            return rate(frame, args.method, bootstrap=0, seed=args.seed, **options, l2=PRIOR_L2), note
-    return rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options), None
+            result = rate(frame, method, bootstrap=0, seed=seed, level=level, **options, l2=PRIOR_L2)
+            return dataclasses.replace(result, warnings=(note, *result.warnings))
+    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
+
+
+def show_warnings(caught: list) -> None:
+    """The first few import warnings on stderr, and how many more there were."""
+    for warning in caught[:_SHOWN_WARNINGS]:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if len(caught) > _SHOWN_WARNINGS:
+        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
 
 
 def _filters(args: argparse.Namespace) -> str:
