@@ -84,3 +84,17 @@ def test_the_pandalm_report_prints_one_note_line_and_readable_times(shared_data,
     assert len(notes) == 1 and "31 rows" in notes[0] and "25 kept with parse_error" in notes[0]
     assert (tmp_path / "report.md").read_text().count("unparseable verdict") == 25  # the detail is in the report
     assert [duration(x) for x in (42.0, 4423.0, 20000.0, None)] == ["42 s", "74 min", "5.6 h", "-"]
+
+
+def test_the_worth_figure_has_ticks_to_read_the_curves_by(shared_data):
+    """Issue 30, item 11: the x axis had three ticks (100, 200, 500) under curves over a few hundred votes."""
+    from analysis.importers.columnar import read_table
+    from analysis.report import build_report
+    from analysis.report.worth_section import worth_figure
+
+    table, _ = read_table([str(shared_data / "pandalm")])
+    worth = build_report(table, n_boot=50, rating_bootstrap=20).worth
+    ticks = worth_figure(worth).axes[0].get_xticks()
+    votes = [p.n_votes for w in worth for p in w.curve]
+    inside = [t for t in ticks if min(votes) <= t <= max(votes)]
+    assert len(inside) >= 5, ticks
