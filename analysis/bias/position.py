@@ -1,6 +1,6 @@
 """Position bias: does the order in which two responses are shown decide the verdict?
 
-Estimators (all take rows of :func:`analysis.stats.judgment_table` for one rater):
+Estimators (all take rows of :func:`analysis.judgment_table.judgment_table` for one rater):
 
 * first-shown win rate among decisive records (for people: the left pane; for judges:
   "Response A"), its interval clustered by ``pair_id`` (several votes on one pair are not
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import clustered_rate_ci, string_values, wilson_interval
+from analysis.judgment_table import clustered_rate_ci, string_values, wilson_interval
 
 __all__ = [
     "OrderCheck",

@@ -8,7 +8,7 @@ enough either: a judge that separates strong from weak answers more sharply than
 (or more noisily) then shows a "self term" for a strong (or weak) own family with none there.
 
 So each judge gets its own model, on its decisive verdicts in the canonical frame of
-:mod:`analysis.stats` (X is the sorted-first text, Y the other; ties left out):
+:mod:`analysis.judgment_table` (X is the sorted-first text, Y the other; ties left out):
 
     logit P(judge picks X) = slope * gap(X, Y) + position * shown(X) + self * own(X, Y)
 
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.stats import Z95, positions
+from analysis.judgment_table import Z95, positions
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term"]

@@ -2,7 +2,7 @@
 
 For each judge, the same verdicts read four ways, each scored against the reference
 (people where they voted) at the verdict level (FastChat's S1/S2 agreement, with
-bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.leaderboard`):
+bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.meta_metrics`):
 
 * ``as_given``: the verdicts as the judge gave them, one per pair and display order, each
   scored by the share of the reference's votes on the pair it matches (every pair and order
@@ -19,7 +19,7 @@ bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.l
 
 A variant is marked best for a metric only when a paired bootstrap says it beats every
 other variant that has the metric: items resampled for S1/S2, prompts for the leaderboard
-metrics (both leaderboards refitted each round, :func:`analysis.judging.leaderboard.metric_rounds`),
+metrics (both leaderboards refitted each round, :func:`analysis.judging.meta_metrics.metric_rounds`),
 the 95% percentile interval of each difference excluding 0. Otherwise none is marked and the
 report says no variant is clearly better. The style-controlled ratings are not refitted in
 the rounds, so that variant is never marked best on a leaderboard metric.
@@ -38,7 +38,7 @@ import numpy as np
 
 from analysis.bias.position import debiased_rows
 from analysis.judging.agreement import Agreement, agreement_sums, agreement_with_sums
-from analysis.judging.leaderboard import (
+from analysis.judging.meta_metrics import (
     BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
 from analysis.resample import paired_totals

@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes
+from analysis.judgment_table import cluster_codes
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
@@ -140,7 +140,7 @@ def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
 
 
 def _pair_codes(frame: pd.DataFrame) -> np.ndarray | None:
-    """Each battle's pair cluster coded ``0..K-1`` (see :func:`analysis.stats.cluster_codes`), or None."""
+    """Each battle's pair cluster coded ``0..K-1`` (see :func:`analysis.judgment_table.cluster_codes`), or None."""
     groups = pair_groups(frame)
     return None if groups is None else cluster_codes(groups)
 

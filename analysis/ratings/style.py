@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes
+from analysis.judgment_table import cluster_codes
 
 from .threads import one_blas_thread
 

@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes, fit_logit
+from analysis.judgment_table import cluster_codes, fit_logit
 
 from .table import z_two_sided
 
@@ -334,7 +334,7 @@ def _fit_with_prior(
     """Newton's method for the fractional logit with a Gaussian prior on columns 1 and 2.
 
     The intercept has no prior, so a model that won (or lost) everything is separated and
-    refused, as in :func:`analysis.stats.fit_logit`. (Its check for fitted values near 0
+    refused, as in :func:`analysis.judgment_table.fit_logit`. (Its check for fitted values near 0
     or 1 is not made: with a fixed difficulty, a hopeless instruction is predicted near 0
     by design.) Covariance: the sandwich
     A^-1 B A^-1 with A the penalised Hessian and B the clustered outer product of the

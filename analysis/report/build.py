@@ -13,14 +13,14 @@ import pandas as pd
 from analysis import record_table
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
-from analysis.judging.leaderboard import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
+from analysis.judging.meta_metrics import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.bias.position import PositionBias, debiased_rows, position_bias
 from analysis.judging.panel import PANEL, PanelSummary, panel_summary, panel_table
 from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
 from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
-from analysis.stats import HUMAN_RATER, judgment_table
+from analysis.judgment_table import HUMAN_RATER, judgment_table
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
@@ -330,7 +330,7 @@ def _build_report(
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     if n_workers > 1:
-        # analysis.stats.fit_logit imports statsmodels on first use (about a second): once
+        # analysis.judgment_table.fit_logit imports statsmodels on first use (about a second): once
         # here, before the fork, rather than once in every worker.
         import statsmodels.discrete.discrete_model  # noqa: F401
     with Workers(n_workers, tasks) as pool:

@@ -1,7 +1,7 @@
 """The report's "judging the judges" sections: report.json pieces and template context.
 
 Strength-controlled self-preference (:mod:`analysis.bias.self_preference`), the judge's
-leaderboard against the reference's (:mod:`analysis.judging.leaderboard`), the debiasing
+leaderboard against the reference's (:mod:`analysis.judging.meta_metrics`), the debiasing
 variants (:mod:`analysis.judging.variants`), the judge panel (:mod:`analysis.judging.panel`) and the
 annotator cards (:mod:`analysis.judging.annotator`).
 """

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.judging.leaderboard import leaderboard_agreement
+from analysis.judging.meta_metrics import leaderboard_agreement
 from analysis.ratings import rate
 
 STRENGTH = {"m1": 1.2, "m2": 0.8, "m3": 0.4, "m4": 0.0, "m5": -0.4, "m6": -0.8}

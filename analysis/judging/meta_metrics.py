@@ -50,7 +50,7 @@ import pandas as pd
 from scipy import special, stats
 
 from analysis.resample import paired_totals
-from analysis.stats import Z95, positions
+from analysis.judgment_table import Z95, positions
 
 __all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
            "placeholder_models"]
@@ -261,7 +261,7 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
 
 
 def _coded(index: pd.Index, column: pd.Series) -> np.ndarray:
-    """:func:`analysis.stats.positions` of a column, looked up once per distinct value (a
+    """:func:`analysis.judgment_table.positions` of a column, looked up once per distinct value (a
     column of a few models or prompts repeated over tens of thousands of rows)."""
     codes, distinct = pd.factorize(column.to_numpy())
     return np.append(positions(index, distinct), -1)[codes]
