@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.judgment_table import clustered_rate_ci, string_values, wilson_interval
+from analysis.judgment_table import string_values
+from analysis.regression import clustered_rate_ci, wilson_interval
 
 __all__ = [
     "OrderCheck",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.judgment_table import cluster_bootstrap, fit_logit
+from analysis.regression import cluster_bootstrap, fit_logit
 
 __all__ = ["SelfFamilyBias", "self_family_bias"]
 

@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.judgment_table import Z95, positions
+from analysis.judgment_table import positions
+from analysis.regression import Z95, FitError, contrast, fit_logit, sandwich
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term"]
@@ -84,26 +85,13 @@ class JudgeRows:
     per_pair: bool = False  # rows are one verdict per pair (no display position)
 
 
-def _newton(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    """Maximum-likelihood logit coefficients; None when Newton does not converge or the data
-    are (quasi-)separated. A few lines of numpy rather than statsmodels: this runs once per
-    judge and per seed in the planted-scenario tests (checked against statsmodels there)."""
-    beta = np.zeros(X.shape[1])
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-        try:
-            step = np.linalg.solve((X * (p * (1 - p))[:, None]).T @ X, X.T @ (y - p))
-        except np.linalg.LinAlgError:
-            return None
-        beta = beta + step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    else:
+def _fit(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Maximum-likelihood logit coefficients (:func:`analysis.regression.fit_logit`); None
+    when the fit does not converge or the data are (quasi-)separated."""
+    try:
+        return fit_logit(X, y).params
+    except FitError:
         return None
-    p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-    if np.any((p < 1e-6) | (p > 1 - 1e-6)) or not np.all(np.isfinite(beta)):
-        return None
-    return beta
 
 
 def _canonical_models(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -111,15 +99,6 @@ def _canonical_models(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     a, b = rows["model_a"].to_numpy(dtype=object), rows["model_b"].to_numpy(dtype=object)
     flip = rows["flip"].to_numpy(dtype=bool)
     return np.where(flip, b, a), np.where(flip, a, b)
-
-
-def _contrast(x: np.ndarray, y: np.ndarray, n_models: int) -> np.ndarray:
-    """Rows e_x - e_y over the models (integer codes), model 0 (the baseline) left out."""
-    out = np.zeros((len(x), n_models))
-    at = np.arange(len(x))
-    out[at, x] += 1.0
-    out[at, y] -= 1.0
-    return out[:, 1:]
 
 
 @dataclass(frozen=True)
@@ -169,29 +148,23 @@ def _two_step_cov(D, y_ref, beta, G, Z, y, theta, groups_ref, groups_judge) -> n
     cross = -(Z * (w * theta[0])[:, None]).T @ G
     cross[0] += (y - p) @ G
     A[k_ref:, :n_str] = cross
-    codes = np.r_[groups_ref, groups_judge]
-    n_groups = int(codes.max()) + 1
-    sums = np.zeros((n_groups, k_ref + k))
-    for c in range(k_ref):
-        sums[:, c] = np.bincount(groups_ref, D[:, c] * (y_ref - p_ref), minlength=n_groups)
-    for c in range(k):
-        sums[:, k_ref + c] = np.bincount(groups_judge, Z[:, c] * (y - p), minlength=n_groups)
-    n, used = len(codes), int((np.bincount(codes, minlength=n_groups) > 0).sum())
-    factor = used / (used - 1) * (n - 1) / (n - k_ref - k) if used > 1 else 1.0
+    scores = np.zeros((len(y_ref) + len(y), k_ref + k))
+    scores[: len(y_ref), :k_ref] = D * (y_ref - p_ref)[:, None]
+    scores[len(y_ref) :, k_ref:] = Z * (y - p)[:, None]
     inv = np.linalg.inv(A)
-    return (factor * inv @ (sums.T @ sums) @ inv.T)[k_ref:, k_ref:]
+    return sandwich(inv, scores, np.r_[groups_ref, groups_judge], small_sample=True)[k_ref:, k_ref:]
 
 
 def fit_reference(ref: Verdicts, n_models: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The reference's Bradley-Terry fit: (design, coefficients), strengths first (log-odds,
     model 0 the baseline) then a first-shown term when the verdicts have positions; None
     when the models are not connected by decisive votes (no MLE)."""
-    D = _contrast(ref.x, ref.y, n_models)
+    D = contrast(ref.x, ref.y, n_models)
     if ref.position is not None:
         D = np.c_[D, ref.position]
     if len(D) == 0 or np.linalg.matrix_rank(D) < D.shape[1]:
         return None
-    beta = _newton(D, ref.won)
+    beta = _fit(D, ref.won)
     return None if beta is None else (D, beta)
 
 
@@ -205,12 +178,12 @@ def fit_self_term(ref: Verdicts, judge: Verdicts, n_models: int, reference_fit=N
     if fitted is None:
         return "the reference's decisive votes give no Bradley-Terry strengths for these models"
     D, beta = fitted
-    G = _contrast(judge.x, judge.y, n_models)
+    G = contrast(judge.x, judge.y, n_models)
     gap = G @ beta[: n_models - 1]
     Z = np.column_stack([gap, judge.own] if judge.position is None else [gap, judge.position, judge.own])
     if np.linalg.matrix_rank(Z) < Z.shape[1]:
         return "collinear"
-    theta = _newton(Z, judge.won)
+    theta = _fit(Z, judge.won)
     if theta is None:
         return "the judge's fit did not converge (separated data)"
     cov = _two_step_cov(D, ref.won, beta, G, Z, judge.won, theta, ref.pair, judge.pair)

@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.bias.position import debiased_verdicts
-from analysis.judgment_table import cluster_bootstrap_many, positions, string_values, wilson_interval
+from analysis.judgment_table import positions, string_values
+from analysis.regression import cluster_bootstrap_many, wilson_interval
 
 __all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
            "human_baseline", "rank_agreement", "spearman_permutation_p"]

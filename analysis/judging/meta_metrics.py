@@ -50,7 +50,8 @@ import pandas as pd
 from scipy import special, stats
 
 from analysis.resample import paired_totals
-from analysis.judgment_table import Z95, positions
+from analysis.judgment_table import positions
+from analysis.regression import Z95, FitError, percentile_interval
 
 __all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
            "placeholder_models"]
@@ -229,8 +230,8 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
             theta = theta + step
             theta -= theta.mean(axis=1, keepdims=True)
             if np.max(np.abs(step)) < _BT_TOL:
-                break
-        return theta
+                return theta
+        raise FitError(f"the leaderboard's Bradley-Terry fit did not converge in 100 Newton steps ({len(theta)} rounds)")
 
     if not len(totals):
         return np.zeros((0, n))
@@ -349,14 +350,13 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
     if len(prompts) < 10:
         return replace(point, note="; ".join(filter(None, [point.note, "too few prompts for intervals"])))
     values = metric_rounds([(judge_rows, judge)], reference_rows, reference, prompts, n_boot, seed)[0]
-    alpha = (1 - level) / 2
     intervals = {}
     for metric in METRICS:
         v = values[metric][np.isfinite(values[metric])]
         if getattr(point, metric) is None or len(v) < n_boot / 2:
             intervals[metric] = None
         else:
-            lo, hi = np.quantile(v, [alpha, 1 - alpha])
+            lo, hi = percentile_interval(v, level)
             intervals[metric] = (float(lo), float(hi))
     method = (f"bootstrap percentile {level:.0%}, {n_boot} rounds resampling {len(prompts)} prompts (judge and "
               f"reference together), seed {seed}; each round refits both Bradley-Terry leaderboards with the ratings' "

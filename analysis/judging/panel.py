@@ -156,7 +156,8 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     """
     from analysis.judging.agreement import agreement_sums
     from analysis.resample import paired_totals
-    from analysis.judgment_table import clustered_rate_ci, positions, wilson_interval
+    from analysis.judgment_table import positions
+    from analysis.regression import clustered_rate_ci, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
     # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).

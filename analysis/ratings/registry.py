@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.judgment_table import cluster_codes
+from analysis.regression import cluster_codes
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix

@@ -329,10 +329,6 @@ def _build_report(
              "families": lambda: _family_matrix(judged)}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
-    if n_workers > 1:
-        # analysis.judgment_table.fit_logit imports statsmodels on first use (about a second): once
-        # here, before the fork, rather than once in every worker.
-        import statsmodels.discrete.discrete_model  # noqa: F401
     with Workers(n_workers, tasks) as pool:
         order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
         done = pool.run([("rater", (n,)) for n in order] + [("controlled", ()), ("families", ())], progress,

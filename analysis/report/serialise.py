@@ -13,7 +13,7 @@ from analysis.report.formatting import num as _num
 from analysis.report.judging import controlled_json, judging_json
 from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
 from analysis.report.worth import worth_json
-from analysis.judgment_table import wilson_interval
+from analysis.regression import wilson_interval
 
 __all__ = ["KAPPA_CATEGORIES", "report_json"]
 
