@@ -67,9 +67,10 @@ class Clustering:
 
     def describe(self) -> str:
         if self.kind == "none":
-            return "every vote independent (no pair_id or prompt)"
-        unit = "prompt" if self.kind == "prompt" else "pair"
-        return f"clustered by {unit} ({self.n} {unit}{'' if self.n == 1 else 's'})"
+            return "every vote independent (no pair_id)"
+        if self.kind == "prompt":
+            return f"clustered by prompt ({self.n} prompt{'' if self.n == 1 else 's'})"
+        return f"clustered by pair_id ({self.n} pair{'' if self.n == 1 else 's'})"
 
 
 def _prompt_column(frame: pd.DataFrame) -> pd.Series | None:
@@ -86,7 +87,8 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
     """The clusters of a battle frame (module docstring).
 
     ``cluster`` None picks the prompt when some prompt carries more than one pair (more than
-    one ``pair_id``, or without pair ids more than one pair of models), else the pair.
+    one ``pair_id``, or without pair ids more than one pair of models), else the pair, and
+    without pair ids no cluster (every vote independent).
     Asking for ``"prompt"`` on a frame without prompts, or ``"pair"`` without pair ids, raises.
     """
     if cluster not in (None, *CLUSTERS):
@@ -103,8 +105,8 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
                 per_prompt = pd.DataFrame({"p": prompt.to_numpy(), "k": (lo + "\x00" + hi).to_numpy()}).dropna()
             if len(per_prompt) and per_prompt.groupby("p")["k"].nunique().max() > 1:
                 cluster = "prompt"
-        if cluster is None:
-            cluster = "pair" if pair is not None else ("prompt" if prompt is not None else None)
+        if cluster is None and pair is not None:
+            cluster = "pair"
     if cluster is None:
         return Clustering("none", None, len(frame))
     groups = prompt if cluster == "prompt" else pair

@@ -10,6 +10,8 @@ import warnings
 from analysis.frames import load_frame
 from analysis.importers import describe_formats
 
+from analysis.regression import CLUSTERS, cluster_groups
+
 from .registry import METHODS, rate
 from .table import RatingTable
 
@@ -29,10 +31,13 @@ bt-style the sandwich (robust) 95% interval, or the bootstrap percentile interva
 --bootstrap N > 0; for elo and elo-avg a bootstrap over resampled battles (100 rounds unless
 --bootstrap says otherwise); for trueskill the posterior mu +- 1.96 sigma, or a bootstrap.
 rank = 1 + the number of models whose lower bound is above this model's upper bound.
-Votes sharing a pair_id (several people on one pair, a judge seeing both orders) are one
-cluster: the sandwich intervals of bt, bt-davidson and bt-style sum scores within whole
-pairs, and the bootstrap of bt, bt-davidson, bt-style, elo, elo-avg and trueskill resamples
-whole pairs. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
+Votes that repeat are one cluster: by default the prompt (prompt_id, else its text)
+whenever a prompt carries more than one pair (each model's answer to it sits in several
+pairs, and its difficulty touches all of them), else the pair (several people on one pair, a
+judge seeing both orders); --cluster pair|prompt chooses, and the first line of the output
+says which. The sandwich intervals of bt, bt-davidson, bt-style and --ppi sum scores within
+whole clusters, and the bootstrap of bt, bt-davidson, bt-style, elo, elo-avg and trueskill
+resamples whole clusters. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
 sparsely sampled models, so elo and elo-avg print a warning: read intervals from bt.
 
 Methods: bt (Bradley-Terry, ties = half a win), bt-davidson (Davidson's tie model),
@@ -135,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppi", metavar="JUDGE", help="with --judge human and --method bt: prediction-powered "
                         "ratings on people's scale from their votes and JUDGE's verdicts on every pair (PPI++); "
                         "with --method winrate: win rates against the baseline, the same way")
+    parser.add_argument("--cluster", choices=CLUSTERS, default=None,
+                        help="the unit intervals treat as independent (default: prompt whenever a prompt carries "
+                             "more than one pair, else pair)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -251,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         raters = None  # --ppi uses people's votes and one judge's verdicts by design
         if args.ppi is None:
             frame, raters = choose_raters(frame, args.judge)
+        clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
         if args.ppi is not None and args.method == WINRATE:
             from .ppi import ppi_win_rates
 
@@ -258,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.ppi is not None:
             from .ppi import ppi_ratings
 
-            result = ppi_ratings(frame, args.ppi, level=args.level)
+            result = ppi_ratings(frame, args.ppi, level=args.level, cluster=args.cluster)
         elif args.method == WINRATE:
             from .winrate import win_rates
 
@@ -266,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
             result = win_rates(frame, options.get("baseline"), level=args.level)
         else:
-            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options)
+            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
+                          **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -278,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     # allow_nan=False: JSON has no Infinity or NaN; to_dict already writes them as null.
     if args.json:
         out = result.to_dict() if raters is None else {**result.to_dict(), "raters": raters}
-        print(json.dumps(out, indent=2, allow_nan=False))
-    elif args.ppi is not None and args.method == WINRATE:
+        print(json.dumps({"clustering": clustering, **out}, indent=2, allow_nan=False))
+        return 0
+    print(clustering)
+    if args.ppi is not None and args.method == WINRATE:
         print(result.describe())
     elif args.ppi is not None:
         print(render(result.table, result.n_battles))

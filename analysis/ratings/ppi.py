@@ -38,6 +38,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.regression import cluster_codes, cluster_groups
+
 from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
@@ -71,6 +73,9 @@ class PPIData:
     yhat_human: np.ndarray
     weight: np.ndarray
     n_battles: np.ndarray | None = None  # votes and verdicts per model, for the tables' n
+    # Per row, the prompt its pair belongs to when the sandwich is clustered by prompt (the
+    # pairs of one prompt share its difficulty and each model's answer); None: by pair.
+    group: np.ndarray | None = None
 
     @property
     def n_models(self) -> int:
@@ -87,6 +92,8 @@ class PPIData:
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
         counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
+        if self.group is not None:  # rows of different prompts are never one kind
+            columns = (*columns, self.group)
         # Factorised column by column (a sort of the rows, np.unique(axis=0), is 25x slower),
         # the codes combined as digits of one number, renumbered only where it would overflow.
         kind, n_kinds = np.zeros(len(self.pair), dtype=np.int64), 1
@@ -102,7 +109,8 @@ class PPIData:
         first = np.flatnonzero(np.diff(np.maximum.accumulate(kind), prepend=-1) > 0)
         return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
                        n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
-                       weight=np.bincount(kind, self.weight, len(first)))
+                       weight=np.bincount(kind, self.weight, len(first)),
+                       group=None if self.group is None else self.group[first])
 
 
 @dataclass(frozen=True)
@@ -156,7 +164,7 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
-             unjudged: str = "raise") -> PPIData:
+             unjudged: str = "raise", cluster: str | None = "pair") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
@@ -164,7 +172,11 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
     are then the votes kept, and its models those of the votes kept and the verdicts). The
     clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+    ``cluster`` is the sandwich's unit (:func:`analysis.regression.cluster_groups` of people's
+    votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
+    clustering = cluster_groups(pd.concat([human, judge], ignore_index=True), cluster)
+    by_prompt = clustering.kind == "prompt"
     if unjudged not in ("raise", "leave out"):
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
@@ -173,6 +185,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     n_clusters = len(uniques)
     n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
     unseen = n_judge_records[cluster[:n_h]] == 0
+    rows = np.ones(len(key), dtype=bool)
     if unjudged == "leave out" and unseen.any():
         # A cluster with a verdict is never one of the votes left out, so numbering the
         # clusters with verdicts in order keeps the order of first sight among the rest.
@@ -206,7 +219,15 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
     n_human = np.bincount(hc, minlength=n_clusters).astype(float)
+    group = None
+    if by_prompt:
+        prompt = cluster_codes(clustering.groups)
+        if unjudged == "leave out":
+            prompt = prompt[rows]
+        group = np.zeros(n_clusters, dtype=np.int64)
+        group[cluster] = prompt  # a pair's votes and verdicts share its prompt
     return PPIData(
+        group=group,
         models=models,
         i=pairs // m,
         j=pairs % m,
@@ -310,7 +331,11 @@ def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
            t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
-    per round, in O(clusters + models^2): no (clusters, models) matrix is built."""
+    per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
+    prompt (``data.group``), the sums run over prompts instead: ``sum_g (sum_{c in g} w_c
+    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986)."""
+    if data.group is not None:
+        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means)
     out = _laplacian(data, _per_pair(data, weights, s * t))
     both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
                                                    t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
@@ -318,6 +343,23 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
     means_t = means.transpose(0, 2, 1)
     out -= left.transpose(0, 2, 1) @ means + means_t @ right
     out += means_t @ ((s_shares * weights[:, :, None]).transpose(0, 2, 1) @ t_shares) @ means
+    return out
+
+
+def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
+                   t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """:func:`_cross` with the scores summed per prompt first: one (prompts, models) matrix a round."""
+    m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
+    out = np.empty((len(weights), m, m))
+    for r in range(len(weights)):
+        sums = []
+        for values, shares in ((s[r], s_shares[r]), (t[r], t_shares[r])):
+            per_row = -(shares @ means[r])  # (rows, models): each row's centring
+            np.add.at(per_row, (np.arange(len(values)), data.i[data.pair]), values)
+            np.add.at(per_row, (np.arange(len(values)), data.j[data.pair]), -values)
+            per_row *= weights[r][:, None]
+            sums.append(np.stack([np.bincount(data.group, per_row[:, k], n_groups) for k in range(m)], axis=1))
+        out[r] = sums[0].T @ sums[1]
     return out
 
 
@@ -534,13 +576,17 @@ def _split(frame: pd.DataFrame, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]
     return human, verdicts
 
 
-def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None) -> PPIRatings:
-    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts."""
+def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None,
+                cluster: str | None = None) -> PPIRatings:
+    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts;
+    ``cluster`` as :func:`analysis.regression.cluster_groups` (default: by prompt when a prompt
+    carries several pairs)."""
     human, verdicts = _split(frame, judge)
-    data = ppi_data(human, verdicts, repr(judge))
+    data = ppi_data(human, verdicts, repr(judge), cluster=cluster)
     fit = fit_ppi(data, lam)
     n = data.n_battles
-    interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by pair_id "
+    unit = "pair_id" if data.group is None else f"prompt ({int(data.group.max()) + 1} prompts)"
+    interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
                 f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)")
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
     return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts))
