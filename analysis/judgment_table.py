@@ -77,7 +77,8 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
         "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],
         "family_b": usable["family_b"], "judge_family": usable["judge_family"], "winner": usable["winner"],
         "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
-        "prompt": usable["prompt_id"].fillna(usable["prompt"]), "strength": usable["strength"].astype(float),
+        "prompt": usable["prompt_id"].fillna(usable["prompt"]), "category": usable["category"],
+        "strength": usable["strength"].astype(float),
         "suspect": usable["suspect"].astype(bool),
     }, index=usable.index).reset_index(drop=True)
     for name in _IDS:

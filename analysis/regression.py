@@ -34,8 +34,8 @@ import pandas as pd
 from analysis.resample import distinct_rows, kind_draws
 
 __all__ = ["CLUSTERS", "Z95", "Clustering", "FitError", "LogitFit", "cluster_bootstrap", "cluster_bootstrap_many",
-           "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "percentile_interval",
-           "sandwich", "strength_columns", "wilson_interval"]
+           "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "item_clusters",
+           "per_cluster", "percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
 
 Z95 = 1.959963984540054
 MIN_CLUSTERS = 10  # fewest clusters a bootstrap interval is computed from
@@ -114,6 +114,29 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
         need = "prompt_id or prompt" if cluster == "prompt" else "pair_id"
         raise ValueError(f"--cluster {cluster}: the votes carry no {need}")
     return Clustering(cluster, groups, int(cluster_codes(groups).max(initial=-1)) + 1)
+
+
+def row_clusters(rows: pd.DataFrame) -> pd.Series:
+    """The cluster of each judgment-table row: its ``cluster`` column where the report set one
+    (:func:`cluster_groups`' choice, coded), else its ``pair_id``."""
+    return rows["cluster"] if "cluster" in rows.columns else rows["pair_id"]
+
+
+def item_clusters(rows: pd.DataFrame, items) -> np.ndarray | None:
+    """The cluster of each item (a ``pair_id`` of ``rows``), or None when the items are the
+    clusters (no ``cluster`` column): per-item sums are summed per cluster before a bootstrap."""
+    if "cluster" not in rows.columns:
+        return None
+    of_item = rows.drop_duplicates("pair_id").set_index("pair_id")["cluster"]
+    return cluster_codes(of_item.reindex(pd.Index(items)).to_numpy())
+
+
+def per_cluster(sums: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """``sums`` (items x k) summed within each item's cluster; unchanged without clusters."""
+    if clusters is None:
+        return sums
+    n = int(clusters.max(initial=-1)) + 1
+    return np.stack([np.bincount(clusters, sums[:, c], n) for c in range(sums.shape[1])], axis=1)
 
 
 def sandwich(bread: np.ndarray, scores: np.ndarray, groups=None, *, small_sample: bool = False) -> np.ndarray:

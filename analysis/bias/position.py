@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.judgment_table import string_values
-from analysis.regression import clustered_rate_ci, wilson_interval
+from analysis.regression import clustered_rate_ci, row_clusters, wilson_interval
 
 __all__ = [
     "OrderCheck",
@@ -258,7 +258,7 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
         first_wins=first_wins,
         first_rate=first_wins / n_dec if n_dec else None,
         first_rate_ci=clustered_rate_ci(
-            won_first, np.ones(n_dec), rows["pair_id"].to_numpy()[decisive], n_boot, seed
+            won_first, np.ones(n_dec), row_clusters(rows).to_numpy()[decisive], n_boot, seed
         ),
         n_swapped_pairs=n_sw,
         n_consistent=n_cons,

@@ -21,6 +21,7 @@ from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
 from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
 from analysis.judgment_table import HUMAN_RATER, judgment_table
+from analysis.regression import cluster_codes, cluster_groups
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
@@ -105,6 +106,8 @@ class BiasReport:
     worth_notes: tuple[str, ...] = ()
     # Judges none of whose records holds a verdict (every one a parse failure): (name, records).
     without_verdicts: tuple[tuple[str, int], ...] = ()
+    # The unit every interval treats as independent (analysis.regression.cluster_groups), said in words.
+    clustering: str = ""
 
     def rater(self, name: str) -> RaterReport:
         return next(r for r in self.raters if r.rater == name)
@@ -156,7 +159,7 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
     return {str(name): frame.iloc[bounds[k]: bounds[k + 1]].reset_index(drop=True) for k, name in enumerate(names)}
 
 
-def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
+def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None = None) -> Ratings:
     from analysis.ratings import rate
 
     # Distinct names first: a set built from 100,000 Arrow strings one by one takes 0.2 s.
@@ -164,9 +167,10 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
         return Ratings(None, None, None, "fewer than two models")
     fitted, notes = {}, []
     graded = "strength" in frame and frame["strength"].notna().any()
-    bt_options = {"bootstrap": bootstrap, "seed": seed, **({"strong_weight": STRONG_WEIGHT} if graded else {})}
+    bt_options = {"bootstrap": bootstrap, "seed": seed, "cluster": cluster,
+                  **({"strong_weight": STRONG_WEIGHT} if graded else {})}
     for method, options, label in (("bt", bt_options, "Bradley-Terry"),
-                                   ("bt-style", {}, "style-controlled BT")):
+                                   ("bt-style", {"cluster": cluster}, "style-controlled BT")):
         try:
             fitted[method] = rate(frame, method, **options)
         except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
@@ -226,6 +230,7 @@ def _build_report(
     panel: bool = True,
     timings: dict[str, RunTiming] | None = None,
     workers: int | None = None,
+    cluster: str | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`analysis.record_table`).
@@ -236,7 +241,9 @@ def _build_report(
     (:func:`analysis.judging.annotator.read_run_timings`) for their annotator cards.
     ``workers``: processes the raters' estimates are spread over (:mod:`analysis.workers`);
     by default every CPU this process may use, once there are enough records to repay a fork.
-    The numbers do not depend on it.
+    The numbers do not depend on it. ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt
+    whenever a prompt carries more than one pair) is the unit every interval treats as
+    independent (:func:`analysis.regression.cluster_groups`).
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
@@ -255,6 +262,8 @@ def _build_report(
         person = np.r_[person, np.zeros(len(pooled), dtype=bool)]
         usable = np.r_[usable, np.ones(len(pooled), dtype=bool)]
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
+    clustering = cluster_groups(judged, cluster)
+    judged["cluster"] = cluster_codes(clustering.groups)
     # The panel restates its members' texts; of the rest only the lengths are filtered (0.02 s for all columns).
     sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
@@ -272,7 +281,7 @@ def _build_report(
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
 
     judging = _JudgingTheJudges(by_rater, battle_frames, parse_errors, references, families, members,
-                                timings or {}, n_boot, rating_bootstrap, seed)
+                                timings or {}, n_boot, rating_bootstrap, seed, clustering.kind)
 
     def rater_task(name: str) -> RaterReport:
         rows = by_rater[name]
@@ -317,7 +326,7 @@ def _build_report(
             agreement=agree,
             agreement_same_pairs=same_pairs,
             ranking=None,
-            ratings=_ratings(battle_frames[name], rating_bootstrap, seed),
+            ratings=_ratings(battle_frames[name], rating_bootstrap, seed, clustering.kind),
         ))
 
     def worth_task(name: str, bt: pd.DataFrame | None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
@@ -360,6 +369,7 @@ def _build_report(
         worth=worth,
         worth_notes=worth_notes,
         without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
+        clustering=clustering.describe(),
     )
 
 
@@ -380,10 +390,10 @@ class _JudgingTheJudges:
     annotator card."""
 
     def __init__(self, by_rater, battle_frames, parse_errors, references, families, members, timings,
-                 n_boot: int, rating_bootstrap: int, seed: int):
+                 n_boot: int, rating_bootstrap: int, seed: int, cluster: str):
         self.by_rater, self.battle_frames, self.parse_errors = by_rater, battle_frames, parse_errors
         self.references, self.families, self.members, self.timings = references, families, members, timings
-        self.n_boot, self.rating_bootstrap, self.seed = n_boot, rating_bootstrap, seed
+        self.n_boot, self.rating_bootstrap, self.seed, self.cluster = n_boot, rating_bootstrap, seed, cluster
 
     def controlled(self) -> dict[str, ControlledSelfPreference]:
         specs = {}
@@ -391,10 +401,10 @@ class _JudgingTheJudges:
             if reference is None or name == PANEL:
                 continue
             rows, ref_rows = self.by_rater[name], self.by_rater[reference]
-            specs[name] = (JudgeRows(self.families[name], rows, ref_rows) if reference == HUMAN_RATER else
+            specs[name] = (JudgeRows(self.families[name], rows, ref_rows, model=name) if reference == HUMAN_RATER else
                            JudgeRows(self.families[name], debiased_rows(rows, calibrate=True),
-                                     debiased_rows(ref_rows, calibrate=True), per_pair=True))
-        return controlled_self_preference(specs) if specs else {}
+                                     debiased_rows(ref_rows, calibrate=True), per_pair=True, model=name))
+        return controlled_self_preference(specs, cluster=self.cluster) if specs else {}
 
     def card(self, rep: RaterReport) -> RaterReport:
         """Every rater's annotator card and reference (the panel's members too)."""
@@ -431,7 +441,8 @@ class _JudgingTheJudges:
         from analysis.ratings import rate
 
         try:
-            return rate(rows[["model_a", "model_b", "winner"]], "bt", bootstrap=self.rating_bootstrap,
-                        seed=self.seed).table
+            columns = ["model_a", "model_b", "winner", "pair_id", "prompt"]
+            return rate(rows[[c for c in columns if c in rows.columns]], "bt", bootstrap=self.rating_bootstrap,
+                        seed=self.seed, cluster=self.cluster).table
         except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
             return None

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
+from analysis.regression import CLUSTERS
 from analysis.workers import PARALLEL_ROWS, available_cpus
 
 # The modules of the analysis and the writers (pandas, scipy.stats, statsmodels: about a
@@ -50,9 +51,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
                         "'human:<id>' always are)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help="bootstrap resamples (over pair_id clusters) for agreement and self-family CIs (default 1000)")
+                   help="bootstrap resamples (of whole clusters, see --cluster) for agreement and self-family CIs "
+                        "(default 1000)")
     p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
-                   help="bootstrap resamples (of whole pair_id clusters) for Bradley-Terry rating CIs (default 200)")
+                   help="bootstrap resamples (of whole clusters) for Bradley-Terry rating CIs (default 200)")
+    p.add_argument("--cluster", choices=CLUSTERS, default=None,
+                   help="the unit every interval treats as independent (default: prompt whenever a prompt carries "
+                        "more than one pair, else pair); the report's first lines say which")
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
     p.add_argument("--no-panel", action="store_true",
                    help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
@@ -171,7 +176,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             report = build_report(
                 table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
                 seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
-                panel=not args.no_panel, timings=timings, workers=args.workers,
+                panel=not args.no_panel, timings=timings, workers=args.workers, cluster=args.cluster,
             )
         except ValueError as exc:
             fail(str(exc))

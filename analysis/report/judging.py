@@ -44,7 +44,9 @@ def controlled_json(r: RaterReport) -> dict | None:
             "n_self_rows": c.n_self_rows, "note": c.note, "reference": r.reference,
             "ci_by_prompt": _num(c.ci_by_prompt), "slope": _num(c.slope), "slope_ci": _num(c.slope_ci),
             "position": _num(c.position), "position_ci": _num(c.position_ci), "n_pairs": c.n_pairs,
-            "specification": SPECIFICATION}
+            "cluster": c.cluster, "length": _num(c.length), "length_ci": _num(c.length_ci),
+            "categories": list(c.categories), "own_model": _num(c.own_model), "own_model_ci": _num(c.own_model_ci),
+            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION}
 
 
 def _variant_json(v) -> dict:

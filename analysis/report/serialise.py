@@ -121,6 +121,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
             }
             for rater, row in report.family_matrix.iterrows()
         },
+        "clustering": report.clustering,
         "issues": list(report.issues),
         "judges_without_verdicts": [{"judge": name, "n_records": n} for name, n in report.without_verdicts],
         "sources": list(report.sources),
