@@ -52,9 +52,8 @@ def test_separated_or_unconverged_fit_raises():
 def test_meta_metric_batch_fit_raises_when_newton_does_not_converge(monkeypatch):
     from analysis.judging import meta_metrics
 
-    # Counts no strength fits: one model won every game, against a ridge too small to hold
-    # it within 100 steps at this tolerance.
-    monkeypatch.setattr(meta_metrics, "_BT_TOL", 0.0)
+    # Before, the loop returned whatever it had after its last step; now too few steps raise.
+    monkeypatch.setattr(meta_metrics, "_NEWTON_STEPS", 1)
     totals = np.array([[[5.0, 3.0, 4.0], [1.0, 2.0, 3.0]]])
     i, j = np.triu_indices(3, 1)
     with pytest.raises(FitError, match="did not converge"):

@@ -60,6 +60,7 @@ METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
 MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric means much
 _BT_TOL = 1e-10  # a round's leaderboard is fitted when its last step moves no strength by more
 _CHORD_STEPS = 30
+_NEWTON_STEPS = 100  # a round's Newton fit that has not converged by then raises
 BOOT_ROUNDS = 2000  # seeds 0-3 then agree to well within a quarter of each interval's width
 # Names that stand for a position in a file, not a model (LLMBar, AlpacaEval without generators).
 _PLACEHOLDER = re.compile(r"^(out(put)?[_ -]?\d+|model[_ -]?[ab12]|response[_ -]?[ab12]|[ab])$", re.IGNORECASE)
@@ -223,15 +224,19 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
         return (w - g * p) @ incidence - 1e-6 * theta, p
 
     def newton(theta, w, g):
-        for _ in range(100):
+        # A round has converged when its step is below the tolerance, or its score is zero to
+        # rounding: a round with an unbeaten model sits where only the 1e-6 ridge holds it, and
+        # there a step is the rounding noise of the score divided by the ridge.
+        scale = np.maximum(g.sum(axis=1), 1.0)
+        for _ in range(_NEWTON_STEPS):
             grad, p = gradient(theta, w, g)
             information = ((g * p * (1 - p)) @ outer).reshape(len(theta), n, n) + ridge
             step = np.linalg.solve(information, grad[..., None])[..., 0]
             theta = theta + step
             theta -= theta.mean(axis=1, keepdims=True)
-            if np.max(np.abs(step)) < _BT_TOL:
+            if np.all((np.max(np.abs(step), axis=1) < _BT_TOL) | (np.max(np.abs(grad), axis=1) < 1e-12 * scale)):
                 return theta
-        raise FitError(f"the leaderboard's Bradley-Terry fit did not converge in 100 Newton steps ({len(theta)} rounds)")
+        raise FitError(f"the leaderboard's Bradley-Terry fit did not converge in {_NEWTON_STEPS} Newton steps ({len(theta)} rounds)")
 
     if not len(totals):
         return np.zeros((0, n))

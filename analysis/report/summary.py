@@ -2,7 +2,8 @@
 
 How often the judge agrees with people (with and without ties) beside how often people
 agree with each other; how many human votes it is worth (:mod:`analysis.judging.worth`);
-its strongest bias with its size; and one sentence a user can act on. Without people the
+its strongest bias with its size (self-family only from the controlled term of
+:mod:`analysis.bias.self_preference`, never the raw gap); and one sentence a user can act on. Without people the
 block says so and gives what can still be said: position consistency and length preference.
 """
 
@@ -80,11 +81,18 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
                              f"of its decisive verdicts, {_pct_ci(ln.longer_rate_ci)} for the longer (50% without "
                              "length preference)",
                              ln.longer_rate - 0.5, (ln.longer_rate_ci[0] - 0.5, ln.longer_rate_ci[1] - 0.5)))
-    sf = r.self_family
-    if sf is not None and sf.delta is not None and sf.ci and not sf.ci[0] <= 0 <= sf.ci[1]:
-        found.append(Finding("self-family", f"agrees with {sf.reference} {abs(100 * sf.delta):.0f} points "
-                             f"{'more' if sf.delta > 0 else 'less'} often when its pick is from the judge's own family "
-                             f"({r.family}) {_pct_ci(sf.ci)}", sf.delta, sf.ci))
+    # Self-family only from the controlled term (strength, sharpness, position and length held
+    # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
+    c = r.controlled
+    if c is not None and c.coef is not None and c.ci and not c.ci[0] <= 0 <= c.ci[1]:
+        # Its size as a share: the change it makes to an even (50%) choice.
+        def share(x: float) -> float:
+            return 1 / (1 + np.exp(-x)) - 0.5
+
+        found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
+                             f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
+                             f"and length lean held fixed (about {abs(100 * share(c.coef)):.0f} points on an even "
+                             "choice)", share(c.coef), (share(c.ci[0]), share(c.ci[1]))))
     return max(found, key=lambda f: abs(f.size), default=None)
 
 
@@ -97,14 +105,22 @@ def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
 
     text = (f"Agrees with people on {one(a.without_ties, a.without_ties_ci)} of decisive vote pairs "
             f"({one(a.with_ties, a.with_ties_ci)} with ties counted)")
-    if base is not None and base.without_ties is not None:
-        text += (f"; people agree with each other on {one(base.without_ties, base.without_ties_ci)} "
-                 f"({one(base.with_ties, base.with_ties_ci)} with ties)")
+    same = r.agreement_same_pairs
+    if base is not None and base.without_ties is not None and same is not None and same.without_ties is not None:
+        # People's agreement with each other exists only where two or more people voted: the
+        # judge is compared with it on those same pairs, not on all of its own.
+        text += (f". On the {same.n_items} pairs two or more people voted on, it agrees with them on "
+                 f"{one(same.without_ties, same.without_ties_ci)} and people agree with each other on "
+                 f"{one(base.without_ties, base.without_ties_ci)} (with ties {one(same.with_ties, same.with_ties_ci)} "
+                 f"and {one(base.with_ties, base.with_ties_ci)})")
     data = {"without_ties": a.without_ties, "without_ties_ci": a.without_ties_ci, "with_ties": a.with_ties,
             "with_ties_ci": a.with_ties_ci, "people_without_ties": base.without_ties if base else None,
             "people_without_ties_ci": base.without_ties_ci if base else None,
             "people_with_ties": base.with_ties if base else None,
-            "people_with_ties_ci": base.with_ties_ci if base else None, "n": a.n}
+            "people_with_ties_ci": base.with_ties_ci if base else None, "n": a.n,
+            "same_pairs_without_ties": same.without_ties if same else None,
+            "same_pairs_without_ties_ci": same.without_ties_ci if same else None,
+            "same_pairs_n_items": same.n_items if same else None}
     return text + ".", data
 
 
