@@ -89,3 +89,20 @@ def test_cluster_option_reaches_the_interval_label(cluster):
     frame.loc[::3, "winner"] = "model_b"
     unit = "prompt (20 prompts)" if cluster == "prompt" else "pair_id (200 pairs)"
     assert f"clustered by {unit}" in rate(frame, "bt", cluster=cluster).interval
+
+
+@pytest.mark.parametrize("people_on", ["random", "one category"])
+def test_ppi_warns_when_peoples_pairs_are_not_a_random_sample(people_on):
+    rng = np.random.default_rng(3)
+    prompt, i, j, eta = prompts(rng, 80)
+    category = np.where(prompt % 2 == 0, "code", "chat")
+    judge = battles(prompt, i, j, rng.random(len(eta)) < 1 / (1 + np.exp(-eta)), judge="J", judge_type="llm",
+                    category=category)
+    labelled = rng.random(len(eta)) < (0.4 if people_on == "random" else np.where(category == "code", 0.8, 0.0))
+    people = battles(prompt, i, j, rng.random(len(eta)) < 1 / (1 + np.exp(-eta)), judge="human",
+                     judge_type="human", category=category)[labelled]
+    warnings = ppi_ratings(pd.concat([judge, people], ignore_index=True), "J").warnings
+    if people_on == "random":
+        assert warnings == ()
+    else:
+        assert any("by category" in w and "code 100% vs" in w for w in warnings), warnings

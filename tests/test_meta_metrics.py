@@ -107,3 +107,12 @@ def test_what_cannot_be_computed_is_null_with_a_reason(reference):
     wide = reference.assign(lower=reference["rating"] - 1e4, upper=reference["rating"] + 1e4)
     flat = leaderboard_agreement(reference, wide)
     assert flat.agreement_ci is None and "overlap for every model pair" in flat.note and flat.n_separated_reference == 0
+
+
+@pytest.mark.parametrize("n_models, says", [(5, True), (8, False)])
+def test_fewer_than_eight_models_are_said_not_to_rank_judges(n_models, says):
+    ratings = np.linspace(900, 1100, n_models)
+    table = pd.DataFrame({"model": [f"m{k}" for k in range(n_models)], "rating": ratings,
+                          "lower": ratings - 30, "upper": ratings + 30})
+    note = leaderboard_agreement(table, table).note or ""
+    assert ("too few models to rank judges" in note) is says

@@ -525,6 +525,7 @@ class PPIRatings:
     judge: str
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
+    warnings: tuple[str, ...] = ()  # people's pairs unlike the judged ones (:func:`sample_warnings`)
 
     def summary(self) -> dict:
         return {
@@ -543,7 +544,8 @@ class PPIRatings:
                 f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
-                "rank sets (ranks consistent with the intervals, Chatzi et al. 2024): "
+                "rank sets (ranks consistent with each model's own interval, after Chatzi et al. 2024; not "
+                "simultaneous: each holds at 95% alone, not all together): "
                 + ", ".join(f"{m} {lo}" + (f"-{hi}" if hi > lo else "") for m, (lo, hi) in
                             ((m, self.rank_sets[m]) for m in self.table.table["model"])))
 
@@ -589,7 +591,48 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
     interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
                 f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)")
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
-    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts))
+    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
+                      warnings=sample_warnings(human, verdicts))
+
+
+def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 0.001) -> tuple[str, ...]:
+    """PPI is valid only if people's pairs are a random sample of the judged ones: the judged
+    pairs people voted on (labelled) against those they did not (unlabelled), compared by
+    prompt, category, model and the judge's verdict (a chi-square test of each table,
+    Pearson 1900; a warning with the shares where p < ``alpha``). With people only on some
+    categories the ratings drift from people's, silently, by up to 15 Elo (issue 26)."""
+    from scipy.stats import chi2_contingency
+
+    labelled = verdicts["pair_id"].isin(set(human["pair_id"])).to_numpy()
+    if labelled.all() or not labelled.any():
+        return ()
+    columns = {"category": verdicts["category"] if "category" in verdicts else None,
+               "prompt": verdicts["prompt"] if "prompt" in verdicts else None,
+               "model": None, "verdict": verdicts["winner"]}
+    out = []
+    for name, values in columns.items():
+        if name == "model":  # each verdict counts once for each of its two models
+            values = pd.concat([verdicts["model_a"], verdicts["model_b"]], ignore_index=True)
+            mask = np.r_[labelled, labelled]
+        else:
+            if values is None or values.isna().all():
+                continue
+            mask = labelled
+        table = pd.crosstab(values.to_numpy(dtype=object), mask)
+        if table.shape[0] < 2 or table.shape[1] < 2:
+            continue
+        if name == "prompt" and table.shape[0] > 0.5 * len(values):
+            continue  # about one pair a prompt: prompts cannot be compared, categories and models can
+        p = chi2_contingency(table.to_numpy()).pvalue
+        if p < alpha:
+            share = table / table.sum(axis=0)
+            gap = (share[True] - share[False]).abs().sort_values(ascending=False)
+            worst = ", ".join(f"{k} {100 * share.loc[k, True]:.0f}% vs {100 * share.loc[k, False]:.0f}%"
+                              for k in gap.index[:3])
+            out.append(f"people's pairs are not a random sample of the judged ones by {name} (chi-square p = {p:.1g}; "
+                       f"share among people's pairs vs the rest: {worst}): PPI's correction assumes they are, so "
+                       "these ratings may be biased")
+    return tuple(out)
 
 
 @dataclass(frozen=True)

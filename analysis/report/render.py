@@ -98,6 +98,7 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
         "order_warnings": _once([(r["rater"], r["order_warning"]) for r in rows]),
         "ratings_warnings": _once([(r["rater"], w) for r in rows for w in r["ratings_warnings"]]),
         "n_records": report.n_records,
+        "clustering": report.clustering,
         "length_sd": f"{report.length_sd:.0f}",
         "issues": report.issues,
         "without_verdicts": report.without_verdicts,
