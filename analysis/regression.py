@@ -310,17 +310,6 @@ def percentile_interval(samples, level: float = 0.95, axis: int = 0, *, nan: boo
     return lo, hi
 
 
-def as_interval(ci: Sequence[float] | None) -> list[float] | None:
-    return None if ci is None else [float(ci[0]), float(ci[1])]
-
-
-def normal_interval(estimate: float, se: float, level: float = 0.95) -> tuple[float, float]:
-    """``estimate -+ z se``, z the normal quantile of a two-sided ``level`` interval."""
-    from scipy import stats
-
-    z = Z95 if level == 0.95 else float(stats.norm.ppf(0.5 + level / 2))
-    return (estimate - z * se, estimate + z * se)
-
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
     """Wilson score interval for a binomial proportion (Wilson 1927); None when n == 0."""

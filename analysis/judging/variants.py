@@ -41,6 +41,7 @@ from analysis.judging.agreement import Agreement, agreement_sums, agreement_with
 from analysis.judging.meta_metrics import (
     BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
+from analysis.regression import percentile_interval
 from analysis.resample import paired_totals
 
 __all__ = ["BEST_RULE", "VARIANTS", "Variant", "best_variants", "judge_variants", "variant_rounds", "with_intervals"]
@@ -142,7 +143,7 @@ def _beats(diffs: np.ndarray, higher: bool) -> bool:
     diffs = diffs[np.isfinite(diffs)]
     if len(diffs) == 0:
         return False
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    lo, hi = percentile_interval(diffs)
     return lo > 0 if higher else hi < 0
 
 
@@ -192,7 +193,7 @@ def with_intervals(variants: tuple[Variant, ...], rounds: dict[str, dict[str, np
             values = mine.get(m)
             values = values[np.isfinite(values)] if values is not None else None
             ok = values is not None and getattr(v.leaderboard, m) is not None and len(values) >= len(mine[m]) / 2
-            intervals[m] = tuple(float(x) for x in np.quantile(values, [0.025, 0.975])) if ok else None
+            intervals[m] = tuple(float(x) for x in percentile_interval(values)) if ok else None
         out.append(dc_replace(v, leaderboard=dc_replace(v.leaderboard, intervals=intervals)))
     return tuple(out)
 

@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
+from analysis.regression import percentile_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
 
@@ -189,9 +190,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
     # A resample whose comparisons are disconnected (or whose fit fails) is left out.
     ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
-    tail = 100 * (1 - level) / 2
-    ratio_ci = (tuple(float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-                if len(ratios) >= rounds / 2 else None)
+    ratio_ci = (tuple(float(v) for v in percentile_interval(ratios, level)) if len(ratios) >= rounds / 2 else None)
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else
               f"as collected: people on {n_labelled} of the judge's {n_judged} pairs, the judge on all of them")

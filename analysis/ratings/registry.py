@@ -56,7 +56,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.regression import Clustering, cluster_codes, cluster_groups
+from analysis.regression import Clustering, cluster_codes, cluster_groups, percentile_interval
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
@@ -120,11 +120,6 @@ def _battles_per_model(frame: pd.DataFrame, models: pd.Index) -> np.ndarray:
     return counts.reindex(models, fill_value=0).to_numpy()
 
 
-def _percentiles(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    tail = 100 * (1 - level) / 2
-    return np.percentile(samples, tail, axis=0), np.percentile(samples, 100 - tail, axis=0)
-
-
 def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
     """Per battle: ``strong_weight`` where ``strength >= 2`` (a strong graded verdict), else 1."""
     if strong_weight <= 0:
@@ -155,7 +150,7 @@ def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0,
         replicates = bootstrap_params(fit, bootstrap, seed=seed)
         thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
-        lower, upper = _percentiles(samples, level)
+        lower, upper = percentile_interval(samples, level)
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}"
         if replicates.n_prior:
             interval += (
@@ -235,7 +230,7 @@ def _elo(
             return battles[random_orders(len(battles), permutations, g)]
 
         samples = _stream_mean(a, b, outcome, m, resampled, rounds, rng, elo)
-    lower, upper = _percentiles(samples, level)
+    lower, upper = percentile_interval(samples, level)
     clustering = clustering.describe()
     order = "in the file's order" if permutations is None else f"each averaged over {permutations} random orders"
     interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams {order}, seed {seed}, {clustering}"
@@ -283,7 +278,7 @@ def _trueskill(
             idx = bootstrap_orders(n, 1, rng, clusters=clusters)[0]  # one row: no padding
             mu_r, _ = run_trueskill(a[idx], b[idx], outcome[idx], m, **env)
             samples[r] = CENTRE + factor * (mu_r - mu_r.mean())
-        lower, upper = _percentiles(samples, level)
+        lower, upper = percentile_interval(samples, level)
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}, {clustering.describe()}"
     else:
         half = z_two_sided(level) * factor * sds
@@ -325,8 +320,7 @@ def _bt_style(frame, *, bootstrap, seed, clustering, level=0.95, reg=STYLE_REG):
         # rounds that have it, none when most lack it, and the count stated.
         known = np.isfinite(samples).sum(axis=0)
         with np.errstate(all="ignore"):
-            tail = 100 * (1 - level) / 2
-            lower, upper = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
+            lower, upper = percentile_interval(samples, level, nan=True)
         lower[known < bootstrap / 2] = upper[known < bootstrap / 2] = np.nan
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}, {ridge}"
         if (known < bootstrap).any():

@@ -59,6 +59,10 @@ class Ratings:
     style_interval: str | None = None
     warnings: tuple[str, ...] = ()
     weighting: str | None = None  # set when graded verdicts were weighted (Arena-Hard)
+    # Against one baseline in every battle (AlpacaEval's design): win rates and AlpacaEval's
+    # length-controlled win rates (analysis.ratings.winrate), percent; None otherwise.
+    win_rates: pd.DataFrame | None = None
+    baseline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,9 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None
         except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
             notes.append(f"{label} ratings not fitted: {exc}")
     bt, styled = fitted.get("bt"), fitted.get("bt-style")
+    win_rates, baseline = _win_rates(frame)
     return Ratings(
+        win_rates=win_rates, baseline=baseline,
         bt=bt.table if bt else None,
         controlled=styled.table if styled else None,
         style=styled.coefficients if styled else None,
@@ -186,6 +192,23 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None
         warnings=tuple(w for table in fitted.values() for w in table.warnings),
         weighting=WEIGHTING if graded and bt else None,
     )
+
+
+def _win_rates(frame: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
+    """Win rates and length-controlled win rates against the one model in every battle, when
+    there is one and two or more models face it (AlpacaEval's reports); else (None, None)."""
+    from analysis.ratings.winrate import baseline_candidates, win_rates
+
+    if len(baseline_candidates(frame)) != 1:
+        return None, None
+    try:
+        result = win_rates(frame)
+    except ValueError:  # e.g. a battle with neither a winner nor a probability
+        return None, None
+    if len(result.table) < 2:
+        return None, None
+    columns = ["model", "win_rate", "lower", "upper", "lc_win_rate", "lc_lower", "lc_upper", "n", "lc_note"]
+    return result.table[[c for c in columns if c in result.table.columns]], result.baseline
 
 
 def weighted_rows(rows: pd.DataFrame) -> pd.DataFrame:

@@ -101,6 +101,8 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "warnings": list(r.ratings.warnings),
                 "note": r.ratings.note,
                 "weighting": r.ratings.weighting,
+                "win_rates": None if r.ratings.win_rates is None else {
+                    "baseline": r.ratings.baseline, "rows": _frame_records(r.ratings.win_rates)},
             },
             **judging_json(r),
             "ppi": worth.get(r.rater),
