@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
 from analysis.regression import percentile_interval
 
@@ -58,6 +58,14 @@ class JudgeWorth:
     lam_all: float  # lambda of the fit on every human vote
     n_dropped_votes: int  # human votes on pairs this judge never judged (left out here)
     all_labelled: bool = False  # people on every judged pair: the PPI ratings are people's own
+    # Per model at the design's share, lambda tuned for each model (PPI++ per coordinate):
+    # model, lam, width_ratio (its interval's width with the judge over people's alone, <= 1).
+    per_model: pd.DataFrame | None = None
+
+    @property
+    def n_narrowed(self) -> int:
+        """Models whose interval the judge narrows by more than 1% (per-model lambda)."""
+        return 0 if self.per_model is None else int((self.per_model["width_ratio"] < 0.99).sum())
 
 
 def _labelled(data: PPIData) -> np.ndarray:
@@ -191,6 +199,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # A resample whose comparisons are disconnected (or whose fit fails) is left out.
     ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
     ratio_ci = (tuple(float(v) for v in percentile_interval(ratios, level)) if len(ratios) >= rounds / 2 else None)
+    per_model = _per_model(_design_rows(data), point_drawn)
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else
               f"as collected: people on {n_labelled} of the judge's {n_judged} pairs, the judge on all of them")
@@ -210,7 +219,19 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         lam_all=fit.lam,
         n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
+        per_model=per_model,
     )
+
+
+def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:
+    """Each model's lambda and width ratio (:func:`.fit_ppi_per_model`), averaged over the
+    design's draws; None when a draw cannot be fitted."""
+    try:
+        fits = [fit_ppi_per_model(rows, w) for w in designs]
+    except (ValueError, RuntimeError):
+        return None
+    return pd.DataFrame({"model": rows.models.astype(str), "lam": np.mean([f.lam for f in fits], axis=0),
+                         "width_ratio": np.mean([f.width_ratio for f in fits], axis=0)})
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],

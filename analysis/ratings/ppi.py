@@ -46,7 +46,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "fit_ppi_per_model", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -411,6 +411,68 @@ def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarr
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+
+
+def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
+                   ) -> tuple[np.ndarray, dict[int, Exception]]:
+    """PPI++'s per-coordinate ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, sec. 2.2, the
+    coordinate-wise form): for each model the ``lambda`` minimising its own rating's variance,
+    ``-[J^-1 (C + C^T) J^-1]_mm / (2 [J^-1 V J^-1]_mm)``, clipped to [0, 1]; ``(rounds, models)``."""
+    sc = _scores(data, weights, p, n, big_n)
+    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    denominator = 2 * np.diagonal(inverse @ var @ inverse, axis1=1, axis2=2)
+    numerator = -np.diagonal(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+
+
+@dataclass(frozen=True)
+class PerModelPPI:
+    """Each model's rating from its own ``lambda`` (PPI++ per coordinate): ``theta`` and ``sd``
+    (centred log-strengths), ``lam`` per model, and people's alone (``classical_sd``). A model
+    whose tuned interval came out wider than people's alone takes ``lambda = 0``."""
+
+    models: pd.Index
+    theta: np.ndarray
+    sd: np.ndarray
+    lam: np.ndarray
+    classical_theta: np.ndarray
+    classical_sd: np.ndarray
+
+    @property
+    def width_ratio(self) -> np.ndarray:
+        """Per model: its interval's width with the judge over people's alone (1: no help)."""
+        return self.sd / self.classical_sd
+
+
+def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
+    """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
+    distinct ``lambda``, each model's rating and variance read from the fit at its own."""
+    w = data.weight[None] if weights is None else np.asarray(weights, dtype=float)[None]
+    n, big_n = w @ data.n_human, w @ data.n_judge
+    with one_blas_thread():
+        _, p, failed = _solve(data, w, np.ones(1), n, big_n)
+        if failed:
+            raise failed[0]
+        lams, failed = _tuned_lambdas(data, w, p, n, big_n)
+        if failed:
+            raise failed[0]
+    lams = lams[0]
+    fits = {float(lam): fit for lam in np.unique(np.r_[lams, 0.0])
+            for fit in fit_ppi_rounds(data, w, float(lam))}
+    for fit in fits.values():
+        if isinstance(fit, Exception):
+            raise fit
+    people = fits[0.0]
+    classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
+    m = np.arange(len(lams))
+    theta = np.array([fits[float(lams[k])].theta[k] for k in m])
+    sd = np.array([np.sqrt(max(fits[float(lams[k])].covariance[k, k], 0.0)) for k in m])
+    wider = sd > classical_sd
+    theta[wider], sd[wider], lams = people.classical_theta[wider], classical_sd[wider], np.where(wider, 0.0, lams)
+    return PerModelPPI(data.models, theta, sd, lams, people.classical_theta, classical_sd)
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:

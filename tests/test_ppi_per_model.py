@@ -1,0 +1,30 @@
+"""PPI++ with lambda tuned per model: a judge that helps on some models' pairs and misleads on
+one model's must not widen any model's interval beyond people's alone, which one lambda shared
+by every model does."""
+
+import numpy as np
+
+from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, ppi_data
+from test_clustering_coverage import battles, prompts
+
+
+def test_per_model_lambda_never_widens_a_model_and_one_lambda_does():
+    rng = np.random.default_rng(0)
+    widest_shared, widest_own, narrowed = [], [], []
+    for _ in range(3):
+        prompt, i, j, eta = prompts(rng, 150)
+        n = len(eta)
+        judge_logit = np.where((i == 4) | (j == 4), -3 * eta, 1.5 * eta)  # misleading on m4's pairs
+        judge = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-judge_logit)), judge="J", judge_type="llm")
+        people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human",
+                         judge_type="human")[rng.random(n) < 0.2]
+        data = ppi_data(people, judge, cluster="pair")
+        shared = fit_ppi(data)
+        widest_shared.append(np.max(np.sqrt(np.diag(shared.covariance) / np.diag(shared.classical_covariance))))
+        own = fit_ppi_per_model(data)
+        widest_own.append(own.width_ratio.max())
+        narrowed.append((own.width_ratio < 0.99).sum())
+        assert np.allclose(own.classical_sd, np.sqrt(np.diag(shared.classical_covariance)))
+    assert max(widest_own) <= 1.0 + 1e-12, widest_own
+    assert max(widest_shared) > 1.05, widest_shared
+    assert min(narrowed) >= 2, narrowed  # it still helps where it can
