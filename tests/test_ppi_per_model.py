@@ -28,3 +28,20 @@ def test_per_model_lambda_never_widens_a_model_and_one_lambda_does():
     assert max(widest_own) <= 1.0 + 1e-12, widest_own
     assert max(widest_shared) > 1.05, widest_shared
     assert min(narrowed) >= 2, narrowed  # it still helps where it can
+
+
+def test_a_useless_judges_worth_interval_can_fall_below_one():
+    """A judge flipping coins is worth at most people's votes alone; its interval must be free
+    to reach below 1x (every bootstrap round used to fall back to people alone, so the interval
+    started at exactly 1.00 and never covered the truth)."""
+    from analysis.judging.worth import judge_worth
+
+    rng = np.random.default_rng(4)
+    prompt, i, j, eta = prompts(rng, 100)
+    n = len(eta)
+    judge = battles(prompt, i, j, rng.random(n) < 0.5, judge="J", judge_type="llm")
+    people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human",
+                     judge_type="human")[rng.random(n) < 0.3]
+    worth = judge_worth(people, judge, "J", seed=0)
+    assert worth.ratio_ci is not None and worth.ratio_ci[0] < 1.0 <= worth.ratio_ci[1], worth.ratio_ci
+    assert worth.per_model["width_ratio"].max() <= 1.0 + 1e-12

@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
-from analysis.regression import percentile_interval
+from analysis.regression import bias_corrected_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
 
@@ -51,7 +51,7 @@ class JudgeWorth:
     effective_votes: float
     effective_ci: tuple[float, float] | None
     ratio: float  # effective / actual human votes: what one vote is worth with the judge (the
-    # interval of the effective votes is this ratio's pair-bootstrap interval times n_human)
+    # interval of the effective votes is this ratio's bias-corrected pair-bootstrap interval times n_human)
     ratio_ci: tuple[float, float] | None
     curve: tuple[WidthPoint, ...]
     ratings: pd.DataFrame  # model, people, people_lower, people_upper, judge, ..., ppi, ppi_lower, ppi_upper, rank_set
@@ -188,7 +188,11 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     point_drawn = [draw_design() for _ in range(n_point)]
     rounds_drawn = [_bootstrapped(draw_design(), rng) for _ in range(rounds)]
     shares, curve_drawn = zip(*_curve_designs(data, rng))
-    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]))
+    # Bootstrap rounds keep their tuned fit even where it is wider than people's alone, so the
+    # ratio's interval can fall below 1x (a useless judge's did not, and covered its true value never).
+    fallback = np.r_[np.ones(1 + n_point, bool), np.zeros(rounds, bool), np.ones(len(curve_drawn), bool)]
+    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]),
+                          fallback=fallback)
     fit, point = fits[0], fits[1:1 + n_point]
     resampled, curve_fits = fits[1 + n_point:1 + n_point + rounds], fits[1 + n_point + rounds:]
     for f in (fit, *point):
@@ -198,7 +202,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
     # A resample whose comparisons are disconnected (or whose fit fails) is left out.
     ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
-    ratio_ci = (tuple(float(v) for v in percentile_interval(ratios, level)) if len(ratios) >= rounds / 2 else None)
+    ratio_ci = bias_corrected_interval(ratios, ratio, level) if len(ratios) >= rounds / 2 else None
     per_model = _per_model(_design_rows(data), point_drawn)
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else

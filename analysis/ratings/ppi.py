@@ -494,7 +494,8 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
     return np.sqrt(np.diagonal(covariance, axis1=1, axis2=2).clip(0)).mean(axis=1)
 
 
-def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None) -> list[PPIFit | Exception]:
+def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
+                   fallback: bool | np.ndarray = True) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
     weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
@@ -558,7 +559,9 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None)
                                       theta[fitted], p[fitted])
         fail(fitted, failed)
         if lam is None:
-            wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
+            # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap
+            # round of a judge's worth, whose interval must be free to fall below 1x).
+            wider = np.flatnonzero((_mean_sd(cov) > _mean_sd(classical_cov)) & np.broadcast_to(fallback, (rounds,)))
             theta[wider], cov[wider], tuned[wider] = classical_theta[wider], classical_cov[wider], 0.0
     n_human_pairs = weights @ (data.n_human > 0)
     return [errors[r] if r in errors else PPIFit(
