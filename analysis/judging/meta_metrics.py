@@ -53,8 +53,8 @@ from analysis.resample import paired_totals
 from analysis.judgment_table import positions
 from analysis.regression import Z95, FitError, percentile_interval
 
-__all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
-           "placeholder_models"]
+__all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "leaderboard_agreement",
+           "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
 
 METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
 MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric means much
@@ -89,6 +89,9 @@ class LeaderboardAgreement:
     intervals: dict[str, tuple[float, float] | None] | None = None  # metric -> 95% interval
     interval_method: str | None = None
     n_prompts: int = 0  # prompts the bootstrap resampled
+    # The reference against itself (:func:`reference_ceiling`): each metric's mean over random
+    # halves of its prompts, the most a judge could reach at this noise; None below RANKING_MODELS.
+    ceiling: dict[str, float | None] | None = None
 
 
 def _overlap(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -374,3 +377,33 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
               f"reference together), seed {seed}; each round refits both Bradley-Terry leaderboards with the ratings' "
               "interval widths held at their full-data values")
     return replace(point, intervals=intervals, interval_method=method, n_prompts=len(prompts))
+
+
+def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: int = 0) -> dict[str, float | None] | None:
+    """The reference's agreement with itself: its prompts split at random into two halves, a
+    Bradley-Terry leaderboard fitted on each (ties as half wins, sandwich intervals clustered
+    as :func:`analysis.ratings.rate` does), and the meta-metrics of one half against the other,
+    averaged over ``n_splits`` splits. A judge's metrics read against this ceiling separate the
+    reference's noise from the judge's error (half the prompts: a conservative ceiling).
+    None with fewer than :data:`RANKING_MODELS` models or a split whose halves cannot be fitted."""
+    from analysis.ratings import rate
+
+    prompts = rows_prompts(reference_rows)
+    models = pd.unique(pd.concat([reference_rows["model_a"], reference_rows["model_b"]]))
+    if len(models) < RANKING_MODELS or len(prompts) < 20:
+        return None
+    rng = np.random.default_rng(seed)
+    columns = [c for c in ("model_a", "model_b", "winner", "pair_id", "prompt") if c in reference_rows.columns]
+    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    for _ in range(n_splits):
+        half = positions(pd.Index(rng.permutation(prompts)[: len(prompts) // 2]), reference_rows["prompt"]) >= 0
+        try:
+            a = rate(reference_rows.loc[half, columns], "bt").table
+            b = rate(reference_rows.loc[~half, columns], "bt").table
+        except (ValueError, RuntimeError):  # a half whose comparisons are disconnected
+            return None
+        board = leaderboard_agreement(a, b)
+        for m in METRICS:
+            if getattr(board, m) is not None:
+                values[m].append(getattr(board, m))
+    return {m: float(np.mean(v)) if v else None for m, v in values.items()}

@@ -13,7 +13,9 @@ import pandas as pd
 from analysis import record_table
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
-from analysis.judging.meta_metrics import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
+from analysis.judging.meta_metrics import (
+    RANKING_MODELS, LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals, reference_ceiling,
+)
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.bias.position import PositionBias, debiased_rows, position_bias
 from analysis.judging.panel import PANEL, PanelSummary, panel_summary, panel_table
@@ -457,6 +459,9 @@ class _JudgingTheJudges:
         if rep.ratings.bt is not None and ref_bt is not None:
             board = leaderboard_intervals(board, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
                                           rep.ratings.bt, ref_bt, seed=seed)
+            if board.n_models >= RANKING_MODELS and board.spearman is not None:
+                # Beside the judge's numbers, the reference's against itself: noise, not judge error.
+                board = replace(board, ceiling=reference_ceiling(by_rater[reference], seed=seed))
         return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
                 "panel": summary}
 

@@ -82,6 +82,7 @@ def judging_json(r: RaterReport) -> dict:
             "separability": _num(lb.separability), "agreement_ci": _num(lb.agreement_ci), "brier": _num(lb.brier),
             "intervals": {m: _num(ci) for m, ci in (lb.intervals or {}).items()} or None,
             "interval_method": lb.interval_method, "n_prompts": lb.n_prompts,
+            "ceiling": None if lb.ceiling is None else {m: _num(v) for m, v in lb.ceiling.items()},
             "vs": r.reference, "n_pairs": lb.n_pairs, "n_separated_reference": lb.n_separated_reference,
             "note": lb.note,
         },
@@ -123,7 +124,12 @@ def judging_context(report: BiasReport) -> dict:
                                                                   "agreement_ci", "brier")},
             **{f"{m}_ci": _fmt_ci(iv.get(m)) if iv.get(m) else "" for m in ("spearman", "kendall", "separability",
                                                                                "agreement_ci", "brier")},
-            "note": (lb.note if lb else "no reference leaderboard"), "method": lb.interval_method if lb else None,
+            "note": "; ".join(filter(None, [
+                lb.note if lb else "no reference leaderboard",
+                ("the reference against itself on random halves of its prompts (the ceiling): "
+                 + ", ".join(f"{m} {_fmt(v)}" for m, v in lb.ceiling.items() if v is not None)) if lb and lb.ceiling
+                else None])) or None,
+            "method": lb.interval_method if lb else None,
         })
         best = r.best_variant or {}
         for v in r.variants:
