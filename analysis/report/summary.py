@@ -15,8 +15,8 @@ import numpy as np
 
 from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
-from analysis.report.build import BiasReport, RaterReport
 from analysis.judgment_table import HUMAN_RATER
+from analysis.report.estimates import BiasReport, RaterReport
 
 __all__ = ["Finding", "SummaryBlock", "strongest_bias", "summary_blocks", "summary_json"]
 
