@@ -10,7 +10,7 @@ enough either: a judge that separates strong from weak answers more sharply than
 So each judge gets its own model, on its decisive verdicts in the canonical frame of
 :mod:`analysis.judgment_table` (X is the sorted-first text, Y the other; ties left out):
 
-    logit P(judge picks X) = slope * gap(X, Y) + position * shown(X) + self * own(X, Y)
+    logit P(judge picks X) = slope[c] * gap_c(X, Y) + position * shown(X) + length * len(X, Y) + self * own(X, Y)
 
 * ``gap``: the quality gap the reference sees, the reference's Bradley-Terry strength of X's
   model minus Y's (log-odds, fitted on the reference's decisive votes with a first-shown term
@@ -20,11 +20,25 @@ So each judge gets its own model, on its decisive verdicts in the canonical fram
   out for per-pair verdicts, which have seen both orders.
 * ``self``: +1 when X is of the judge's family, -1 when Y is, 0 otherwise (both or neither).
 
+Two confounders fake a self term without these (issue 26): a judge that weighs length more
+than people while one family writes longer answers, and a family strong on some topics whose
+judge is sharp there and noisy elsewhere. So the judge's model also holds
+
+* ``length``: log((1 + length of X) / (1 + length of Y)), its own length lean (the
+  reference's strengths are fitted with the reference's own length term, so the gap is
+  quality apart from length);
+* per category, where every record carries one (:data:`MIN_CATEGORY_ROWS` reference votes
+  each): the reference's strengths and the judge's slope, one of each per category;
+
+and where the judge is itself one of the rated models and its family has others, a second
+fit splits ``self`` into its own model and its siblings (a judge may favour its stronger
+sibling more than itself).
+
 ``self`` is then the judge's extra log-odds for its own family's response beyond what its
-own reading of quality and its position lean predict. The interval is cluster-robust by
-``pair_id`` (Liang & Zeger 1986; a judge's two orders and people's votes on a pair are one
-unit); the same interval clustered by prompt is reported as a check (pairs of one prompt
-share a question). The model needs pairs with exactly one response of the judge's family and
+own reading of quality, its position lean and its length lean predict. The interval is
+cluster-robust by the report's cluster (Liang & Zeger 1986): the prompt where a prompt
+carries several pairs (they share its answers), else the ``pair_id`` (a judge's two orders
+and people's votes on a pair are one unit); ``ci_by_prompt`` is the prompt-clustered one. The model needs pairs with exactly one response of the judge's family and
 a gap that varies apart from them (other opponents, or pairs without the family); otherwise
 the term is not identified and the judge gets a note instead of a number. The reference
 strengths are estimated from the same pairs; their uncertainty is carried into the interval by
@@ -71,7 +85,7 @@ class ControlledSelfPreference:
     n_judges: int  # judges given (each fitted on its own)
     n_self_rows: int  # rows with exactly one response of the judge's family
     note: str | None = None
-    ci_by_prompt: tuple[float, float] | None = None  # the same term clustered by prompt (a check)
+    ci_by_prompt: tuple[float, float] | None = None  # the same term clustered by prompt
     slope: float | None = None  # the judge's sharpness relative to the reference
     slope_ci: tuple[float, float] | None = None
     position: float | None = None  # log-odds for the first-shown response
