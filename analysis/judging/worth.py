@@ -86,7 +86,8 @@ def _design_rows(data: PPIData) -> PPIData:
     return replace(data, pair=twice(data.pair, data.pair), n_judge=twice(data.n_judge, data.n_judge),
                    yhat_judge=twice(data.yhat_judge, data.yhat_judge), n_human=twice(data.n_human, gone),
                    y_human=twice(data.y_human, gone), yhat_human=twice(data.yhat_human, gone),
-                   weight=twice(data.weight, np.zeros_like(data.weight)))
+                   weight=twice(data.weight, np.zeros_like(data.weight)),
+                   group=None if data.group is None else twice(data.group, data.group))
 
 
 def _people_on(data: PPIData, keep: np.ndarray) -> np.ndarray:
@@ -161,13 +162,15 @@ def _ratings(fit: PPIFit, judge_alone: pd.DataFrame | None, level: float) -> pd.
 
 
 def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_alone: pd.DataFrame | None = None,
-                rounds: int = 100, seed: int = 0, level: float = 0.95) -> JudgeWorth | None:
+                rounds: int = 100, seed: int = 0, level: float = 0.95, cluster: str | None = "pair") -> JudgeWorth | None:
     """The judge's worth in human votes, with a pair-bootstrap interval; None without people on its pairs.
 
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
+    ``cluster`` (:func:`analysis.regression.cluster_groups`): by prompt, the sandwich sums a
+    prompt's pairs and the bootstrap draws whole prompts (Poisson(1) times each).
     """
-    data = ppi_data(human, judge, repr(name), unjudged="leave out")
+    data = ppi_data(human, judge, repr(name), unjudged="leave out", cluster=cluster)
     if data.totals()[0] == 0:
         return None
     rng = np.random.default_rng(seed)
@@ -186,13 +189,22 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # the curve's subsamples.
     n_point = _DRAWS if subsampled else 1
     point_drawn = [draw_design() for _ in range(n_point)]
-    rounds_drawn = [_bootstrapped(draw_design(), rng) for _ in range(rounds)]
+    if data.group is None:
+        rounds_drawn, prompt_draws = [_bootstrapped(draw_design(), rng) for _ in range(rounds)], None
+    else:  # whole prompts drawn: a prompt drawn k times multiplies its pairs' weights by k
+        prompt_draws = rng.poisson(1.0, size=(rounds, int(data.group.max()) + 1)).astype(float)
+        rows_group = np.r_[data.group, data.group]  # the rows of _design_rows
+        rounds_drawn = [draw_design() * k[rows_group] for k in prompt_draws]
     shares, curve_drawn = zip(*_curve_designs(data, rng))
     # Bootstrap rounds keep their tuned fit even where it is wider than people's alone, so the
     # ratio's interval can fall below 1x (a useless judge's did not, and covered its true value never).
     fallback = np.r_[np.ones(1 + n_point, bool), np.zeros(rounds, bool), np.ones(len(curve_drawn), bool)]
+    draws = None
+    if prompt_draws is not None:  # the other fits take every prompt once
+        draws = np.ones((len(fallback), prompt_draws.shape[1]))
+        draws[1 + n_point:1 + n_point + rounds] = prompt_draws
     fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]),
-                          fallback=fallback)
+                          fallback=fallback, draws=draws)
     fit, point = fits[0], fits[1:1 + n_point]
     resampled, curve_fits = fits[1 + n_point:1 + n_point + rounds], fits[1 + n_point + rounds:]
     for f in (fit, *point):
@@ -239,7 +251,7 @@ def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],
-                    seed: int = 0) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+                    seed: int = 0, cluster: str | None = "pair") -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
     """:func:`judge_worth` for every judge ``name -> (its battle frame, its own BT table)`` that
     people voted beside; the notes say why a judge got none."""
     if human is None or human.empty:
@@ -247,7 +259,7 @@ def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataF
     out, notes = [], []
     for name, (frame, alone) in judges.items():
         try:
-            worth = judge_worth(human, frame, name, judge_alone=alone, seed=seed)
+            worth = judge_worth(human, frame, name, judge_alone=alone, seed=seed, cluster=cluster)
         except (ValueError, RuntimeError) as exc:  # e.g. people's votes do not connect the models
             notes.append(f"{name}: not rated with people (PPI): {exc}")
             continue

@@ -329,13 +329,15 @@ def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
 
 
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
+           t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
     per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
     prompt (``data.group``), the sums run over prompts instead: ``sum_g (sum_{c in g} w_c
-    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986)."""
+    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986), each
+    prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
+    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
     if data.group is not None:
-        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means)
+        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means, draws)
     out = _laplacian(data, _per_pair(data, weights, s * t))
     both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
                                                    t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
@@ -347,7 +349,7 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
 
 
 def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-                   t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
+                   t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
     """:func:`_cross` with the scores summed per prompt first: one (prompts, models) matrix a round."""
     m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
     out = np.empty((len(weights), m, m))
@@ -359,6 +361,8 @@ def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: 
             np.add.at(per_row, (np.arange(len(values)), data.j[data.pair]), -values)
             per_row *= weights[r][:, None]
             sums.append(np.stack([np.bincount(data.group, per_row[:, k], n_groups) for k in range(m)], axis=1))
+        if draws is not None:
+            sums[0] = sums[0] / np.where(draws[r] > 0, draws[r], 1.0)[:, None]
         out[r] = sums[0].T @ sums[1]
     return out
 
@@ -388,25 +392,25 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
 
 
 def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            theta: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+            theta: np.ndarray, p: np.ndarray, draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
     sc = _scores(data, weights, p, n, big_n)
     psi = sc.human + lam[:, None] * sc.judge
     shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-    meat = _cross(data, weights, psi, shares, psi, shares, sc.means)
+    meat = _cross(data, weights, psi, shares, psi, shares, sc.means, draws)
     bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
     return bread @ meat @ bread, errors
 
 
-def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
-                  ) -> tuple[np.ndarray, dict[int, Exception]]:
+def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+                  draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
     human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1]."""
     sc = _scores(data, weights, p, n, big_n)
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
     denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -495,13 +499,18 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
 
 
 def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
-                   fallback: bool | np.ndarray = True) -> list[PPIFit | Exception]:
+                   fallback: bool | np.ndarray = True, draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
     weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
     one batched sandwich), each round as its own fit would come out (to rounding). A round
-    :func:`fit_ppi` would refuse holds the error it would raise, in its place.
+    :func:`fit_ppi` would refuse holds the error it would raise, in its place. ``draws``
+    (rounds, prompts), for data clustered by prompt: how often a bootstrap round drew each
+    prompt (:func:`_cross`); None: every prompt once.
     """
+    def at(rows: np.ndarray) -> np.ndarray | None:
+        return None if draws is None else draws[rows]
+
     weights = np.asarray(weights, dtype=float)
     rounds, m = len(weights), data.n_models
     n, big_n = weights @ data.n_human, weights @ data.n_judge
@@ -535,14 +544,14 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
         classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
         live = fail(live, failed)
         classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
-                                              classical_theta[live], p[live])
+                                              classical_theta[live], p[live], at(live))
         live = fail(live, failed)
 
         tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
             theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
             live = fail(live, failed)
-            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live])
+            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live], at(live))
             live = fail(live, failed)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
@@ -556,7 +565,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
         own = fail(own, failed)
         fitted = np.union1d(pilot, own)
         cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
-                                      theta[fitted], p[fitted])
+                                      theta[fitted], p[fitted], at(fitted))
         fail(fitted, failed)
         if lam is None:
             # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap

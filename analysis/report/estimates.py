@@ -161,6 +161,8 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
     order = np.argsort(codes, kind="stable")
     # Only the battle frame's columns are reordered.
     frame = add_style_features(battle_frame(table[[c for c in table.columns if c in COLUMNS]].iloc[order]))
+    if "prompt" in table.columns:  # the prompt text, where a record has no prompt_id: the cluster's key
+        frame["prompt"] = table["prompt"].iloc[order].to_numpy()
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(names)))]
     return {str(name): frame.iloc[bounds[k]: bounds[k + 1]].reset_index(drop=True) for k, name in enumerate(names)}
 
@@ -355,7 +357,8 @@ def _build_report(
         ))
 
     def worth_task(name: str, bt: pd.DataFrame | None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
-        return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed)
+        return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed,
+                               cluster=clustering.kind)
 
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
