@@ -12,7 +12,7 @@ import os
 import platform
 import subprocess
 import tempfile
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 
 __all__ = ["MANIFEST_VERSION", "library_versions", "manifest_path", "sha256_file", "write_manifest"]
@@ -39,13 +39,18 @@ def library_versions() -> dict:
 
 
 def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parent.parent
+    """The commit of the checkout this code runs from; None when it runs installed (a
+    site-packages inside some other repository must not lend that repository's commit)."""
+    package = Path(os.fspath(resources.files("judges"))).resolve()
     try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=False)
+        done = subprocess.run(["git", "-C", str(package), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() / "judges" != package:
+        return None
+    return lines[1]
 
 
 def sha256_file(path: str | os.PathLike) -> str:

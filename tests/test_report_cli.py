@@ -42,7 +42,13 @@ def test_errors_have_the_style_of_analysis_ratings(tmp_path):
     empty.write_text("")
     proc = run("--votes", str(empty), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert proc.stderr == f"python -m analysis.report: error: no records found in {empty}\n"
+    # The words analysis.ratings says for it: one reader, one verdict.
+    assert proc.stderr == f"python -m analysis.report: error: {empty}: empty file (no header, no rows)\n"
+    blank = tmp_path / "empty.jsonl"
+    blank.write_text("")
+    proc = run("--votes", str(blank), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr == f"python -m analysis.report: error: no records found in {blank}\n"
 
 
 def test_humans_prefix_pools_other_voter_ids(tmp_path):

@@ -51,9 +51,10 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
-used. By default only anonymous votes are used, votes flagged as identity leaks are dropped
-and so are the arena's prompt-set votes that its leaderboard leaves out (pairlab/ratable.py);
-records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
+used. Only the votes the arena's leaderboard counts are rated (one rule for every command and
+the API, pairlab/ratable.py): votes cast with model names shown, votes flagged as identity
+leaks, votes vote hygiene set aside and the prompt-set votes the leaderboard leaves out are
+dropped (each --include-* option keeps one kind); records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
 (winrate counts them per model as n_dropped).
 
 Formats read:
@@ -114,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--category", action="append", metavar="CAT", help="only this category (repeatable)")
     parser.add_argument("--include-named", action="store_true", help="also use votes cast with model names shown")
     parser.add_argument("--include-leaks", action="store_true", help="also use votes flagged as identity leaks")
+    parser.add_argument("--include-flagged", action="store_true",
+                        help="also use votes vote hygiene set aside (the arena's meta.flags)")
     parser.add_argument("--include-prompt-set", action="store_true",
                         help="also use the arena's prompt-set votes that its leaderboard leaves out")
     parser.add_argument("--prompt-set-rated", action="store_true",
@@ -227,6 +230,34 @@ def choose_raters(frame, judge: str | None):
     return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
 
 
+def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, bootstrap: int = 0,
+                 seed: int = 0, level: float = 0.95, cluster: str | None = None, **options):
+    """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
+    the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
+    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
+    the battles rated. ``cluster`` as :func:`analysis.regression.cluster_groups` (bt's methods and ``ppi``)."""
+    raters = None
+    if ppi is None:
+        frame, raters = choose_raters(frame, judge)
+    if ppi is not None and method == WINRATE:
+        from .ppi import ppi_win_rates
+
+        result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
+    elif ppi is not None:
+        from .ppi import ppi_ratings
+
+        result = ppi_ratings(frame, ppi, level=level, cluster=cluster)
+    elif method == WINRATE:
+        from .winrate import win_rates
+
+        if bootstrap:
+            raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
+        result = win_rates(frame, options.get("baseline"), level=level)
+    else:
+        result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, cluster=cluster, **options)
+    return result, raters, frame
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -244,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 humans_only=args.humans_only,
                 anonymous_only=not args.include_named,
                 exclude_leaks=not args.include_leaks,
+                exclude_flagged=not args.include_flagged,
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
@@ -256,27 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        raters = None  # --ppi uses people's votes and one judge's verdicts by design
-        if args.ppi is None:
-            frame, raters = choose_raters(frame, args.judge)
+        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi,
+                                             bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
+                                             **options)
         clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
-        if args.ppi is not None and args.method == WINRATE:
-            from .ppi import ppi_win_rates
-
-            result = ppi_win_rates(frame, args.ppi, options.get("baseline"), level=args.level)
-        elif args.ppi is not None:
-            from .ppi import ppi_ratings
-
-            result = ppi_ratings(frame, args.ppi, level=args.level, cluster=args.cluster)
-        elif args.method == WINRATE:
-            from .winrate import win_rates
-
-            if args.bootstrap:
-                raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-            result = win_rates(frame, options.get("baseline"), level=args.level)
-        else:
-            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
-                          **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

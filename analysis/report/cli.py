@@ -35,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true",
                    help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--all-votes", action="store_true",
+                   help="analyse every vote, also those the arena's leaderboard does not count (cast on named "
+                        "models, identity leaks, set aside by vote hygiene, prompt-set votes); by default they are "
+                        "left out, as analysis.ratings leaves them out, and the report says how many")
     p.add_argument("--humans", metavar="JUDGE-PREFIX",
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
                         "'human:<id>' always are)")
@@ -95,6 +99,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
     from analysis.report.render import write_report
+    from pairlab.ratable import leaderboard_votes
 
     try:
         table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
@@ -106,6 +111,11 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         why = f" ({skipped[0]})" if skipped else ""
         fail("no records found in " + ", ".join(args.votes) + why)
     issues = [str(i) for i in skipped]
+    table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
+    if not len(table):
+        fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
+    if rule_note:
+        issues.append(rule_note)
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
