@@ -34,6 +34,9 @@ class ArenaConfig:
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_new_tokens=192))
     prompts: Path | None = None  # curated prompts for "draw a prompt"
     pairs: Path | None = None  # PAIRS.jsonl with pre-generated answers (prompt-set mode)
+    # A labelling campaign: the planner's PICKS.jsonl (python -m analysis.plan); prompt-set
+    # mode then serves only those pairs and records each vote's inclusion probability.
+    picks: Path | None = None
     rate_limit: int = 30  # actions (send, regenerate, vote) per session ...
     rate_window_s: float = 60.0  # ... in this many seconds (every limit below uses this window)
     address_rate_limit: int = 120  # actions per client address, all its sessions together
@@ -72,6 +75,8 @@ class ArenaConfig:
             raise ValueError(f"{', '.join(positive)} must be positive")
         if self.reveal not in REVEALS:
             raise ValueError(f"reveal must be one of {', '.join(REVEALS)}, got {self.reveal!r}")
+        if self.picks is not None and self.pairs is None:
+            raise ValueError(f"picks = {self.picks} needs pairs: the campaign serves the picked pairs of a pairs file")
         if self.prompt_set_rated and self.pairs is not None and data_dir().resolve() in Path(self.pairs).resolve().parents:
             raise ValueError(
                 f"prompt_set_rated = true is for closed panels with private pairs, but {self.pairs} ships with "
@@ -115,6 +120,7 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         ),
         prompts=local("prompts"),
         pairs=local("pairs"),
+        picks=local("picks"),
         rate_limit=int(limit.get("actions", 30)),
         rate_window_s=float(limit.get("per_seconds", 60.0)),
         address_rate_limit=int(limit.get("per_address", ArenaConfig.address_rate_limit)),

@@ -260,7 +260,8 @@ def test_cli_ppi_json_block(tmp_path, pandalm):
     doc = json.loads(out.stdout)
     assert {"model", "rating", "lower", "upper", "rank", "n", "rank_set"} == set(doc["ratings"][0])
     ppi = doc["ppi"]
-    assert set(ppi) == {"judge", "n_human", "n_human_pairs", "n_judge", "lambda", "effective_human_votes"}
+    assert set(ppi) == {"judge", "design", "n_human", "n_human_pairs", "n_judge", "lambda", "effective_human_votes"}
+    assert ppi["design"] == "uniform"
     assert ppi["judge"] == "pandalm-7b" and ppi["n_human_pairs"] == len(pairs)
     assert ppi["effective_human_votes"] >= ppi["n_human"] == int(keep.sum()) - ppi["n_judge"]
     for row in doc["ratings"]:

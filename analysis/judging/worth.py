@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
@@ -66,6 +67,8 @@ class JudgeWorth:
     def n_narrowed(self) -> int:
         """Models whose interval the judge narrows by more than 1% (per-model lambda)."""
         return 0 if self.per_model is None else int((self.per_model["width_ratio"] < 0.99).sum())
+    # Expected mean width against votes past those in hand, active and uniform picks (analysis.plan).
+    projection: pd.DataFrame | None = None
 
 
 def _labelled(data: PPIData) -> np.ndarray:
@@ -161,6 +164,13 @@ def _ratings(fit: PPIFit, judge_alone: pd.DataFrame | None, level: float) -> pd.
     return out
 
 
+def _projection(human: pd.DataFrame, judge: pd.DataFrame, name: str) -> pd.DataFrame | None:
+    """The planner's expected widths past the votes in hand, from the votes on pairs the judge gave a verdict on."""
+    judged = judge[judge["parse_error"].isna().to_numpy()] if "parse_error" in judge.columns else judge
+    people = human[human["pair_id"].isin(judged["pair_id"]).to_numpy()].assign(judge_type="human")
+    return projection(pd.concat([people, judged.assign(judge_type="llm")], ignore_index=True), name)
+
+
 def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_alone: pd.DataFrame | None = None,
                 rounds: int = 100, seed: int = 0, level: float = 0.95, cluster: str | None = "pair") -> JudgeWorth | None:
     """The judge's worth in human votes, with a pair-bootstrap interval; None without people on its pairs.
@@ -236,6 +246,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
         per_model=per_model,
+        projection=None if n_labelled == n_judged else _projection(human, judge, name),
     )
 
 

@@ -74,7 +74,8 @@ lc_instruction_spread_se is what AlpacaEval's leaderboard calls lc_standard_erro
 of the per-instruction predictions, not an uncertainty); lc_note says why an LC win rate is null.
 
 --ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_pairs",
-"n_judge", "lambda", "effective_human_votes"}; with --method winrate it prints {"method": "winrate-ppi",
+"n_judge", "lambda", "effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or
+"picks:uniform" and a "picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
 "baseline", "ratings": [{"model", "win_rate", "lower", "upper", "n_human", "n_judge", "lambda",
 "effective_human_votes", ...}], "ppi": {... lambda the mean over models, effective votes summed}}.
 
@@ -146,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cluster", choices=CLUSTERS, default=None,
                         help="the unit intervals treat as independent (default: prompt whenever a prompt carries "
                              "more than one pair, else pair)")
+    parser.add_argument("--picks", metavar="PICKS.jsonl",
+                        help="with --ppi: people voted on a planner's picks (python -m analysis.plan); each vote is "
+                             "weighted by its pair's inverse inclusion probability (active inference) and a vote "
+                             "on a pair outside the picks is an error; the arena's prompt-set votes are used")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -230,8 +235,8 @@ def choose_raters(frame, judge: str | None):
     return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
 
 
-def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, bootstrap: int = 0,
-                 seed: int = 0, level: float = 0.95, cluster: str | None = None, **options):
+def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, picks=None,
+                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, cluster: str | None = None, **options):
     """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
     the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
     rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
@@ -246,7 +251,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
     elif ppi is not None:
         from .ppi import ppi_ratings
 
-        result = ppi_ratings(frame, ppi, level=level, cluster=cluster)
+        result = ppi_ratings(frame, ppi, level=level, picks=picks, cluster=cluster)
     elif method == WINRATE:
         from .winrate import win_rates
 
@@ -267,6 +272,14 @@ def main(argv: list[str] | None = None) -> int:
             from .ppi import check_ppi_options
 
             check_ppi_options(args)
+        if args.picks is not None and (args.ppi is None or args.method != "bt"):
+            raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
+                             "and --method bt")
+        picks = None
+        if args.picks is not None:
+            from analysis.plan import read_picks
+
+            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = load_frame(
@@ -279,16 +292,13 @@ def main(argv: list[str] | None = None) -> int:
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
-                include_prompt_set=args.include_prompt_set,
+                include_prompt_set=args.include_prompt_set or picks is not None,  # a campaign's votes
                 prompt_set_rated=args.prompt_set_rated,
             )
-        for warning in caught[:_SHOWN_WARNINGS]:
-            print(f"warning: {warning.message}", file=sys.stderr)
-        if len(caught) > _SHOWN_WARNINGS:
-            print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
+        show_warnings(caught)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi,
+        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
                                              bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
                                              **options)
         clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
@@ -318,6 +328,14 @@ def main(argv: list[str] | None = None) -> int:
         print(raters)
         print(render(result, len(frame)))
     return 0
+
+
+def show_warnings(caught: list) -> None:
+    """The first few import warnings on stderr, and how many more there were."""
+    for warning in caught[:_SHOWN_WARNINGS]:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if len(caught) > _SHOWN_WARNINGS:
+        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
 
 
 def _filters(args: argparse.Namespace) -> str:

@@ -46,7 +46,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "fit_ppi_per_model", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
-             unjudged: str = "raise", cluster: str | None = "pair") -> PPIData:
+             unjudged: str = "raise", inclusion: np.ndarray | None = None, cluster: str | None = "pair") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
@@ -172,6 +172,13 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
     are then the votes kept, and its models those of the votes kept and the verdicts). The
     clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+
+    ``inclusion`` (one per human vote, in (0, 1]) is the probability with which each vote's
+    pair was drawn for people (a planner's Poisson design, :mod:`analysis.plan`): each vote
+    then counts ``1 / inclusion`` times in the people's sums, the inverse-probability
+    weighting of active statistical inference (Zrnic & Candes 2024, eq. 4 and its
+    M-estimation form, sec. 3), so the rectifier is unbiased whatever the picks were. Its
+    ``n_human`` and sums are then those weighted counts (uniform probabilities change no fit).
     ``cluster`` is the sandwich's unit (:func:`analysis.regression.cluster_groups` of people's
     votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
@@ -181,6 +188,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
     n_h, winners = len(human), human["winner"]
+    vote_weight = np.ones(n_h) if inclusion is None else 1.0 / np.asarray(inclusion, dtype=float)
     cluster, uniques = pd.factorize(key)
     n_clusters = len(uniques)
     n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
@@ -197,6 +205,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         code = np.cumsum(used) - 1  # models of left-out votes only are gone; the order stays
         a, b, models = code[a], code[b], models[used]
         n_h, winners, key = int((~unseen).sum()), winners.to_numpy()[~unseen], key[rows]
+        vote_weight = vote_weight[~unseen]
         unseen = unseen[~unseen]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
@@ -218,7 +227,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     cluster_pair_key = np.zeros(n_clusters, dtype=np.int64)
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
-    n_human = np.bincount(hc, minlength=n_clusters).astype(float)
+    n_human = np.bincount(hc, vote_weight, minlength=n_clusters)
     group = None
     if by_prompt:
         prompt = cluster_codes(clustering.groups)
@@ -235,7 +244,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         n_judge=judged.astype(float),
         yhat_judge=np.where(judged, verdict, 0.0),
         n_human=n_human,
-        y_human=np.bincount(hc, hy, n_clusters),
+        y_human=np.bincount(hc, hy * vote_weight, n_clusters),
         yhat_human=n_human * verdict,
         weight=np.ones(n_clusters),
         n_battles=np.bincount(a, minlength=m) + np.bincount(b, minlength=m),
@@ -614,21 +623,31 @@ class PPIRatings:
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
     warnings: tuple[str, ...] = ()  # people's pairs unlike the judged ones (:func:`sample_warnings`)
+    design: PicksDesign | None = None  # None: people's pairs taken as a uniform sample
 
     def summary(self) -> dict:
-        return {
+        out = {
             "judge": self.judge,
+            "design": "uniform" if self.design is None else self.design.name,
             "n_human": int(round(self.fit.n_human)),
             "n_human_pairs": self.fit.n_human_pairs,
             "n_judge": int(round(self.fit.n_judge)),
             "lambda": self.fit.lam,
             "effective_human_votes": self.fit.effective_human_votes,
         }
+        if self.design is not None:  # the fit's sums are weighted: the counts are the votes'
+            out.update(n_human=self.design.n_votes, effective_human_votes=self.design.effective_votes,
+                       picks=self.design.to_dict())
+        return out
 
     def describe(self) -> str:
         """The CLI's lines under the table: the weight, the counts and what the judge was worth."""
         s = self.summary()
-        return (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
+        design = "" if self.design is None else (
+            f"design: {self.design.name} ({self.design.n_pairs} picked pairs, inclusion probabilities "
+            f"{self.design.min_prob:.3f}-{self.design.max_prob:.3f}), people's votes weighted by their inverse "
+            "(active inference, Zrnic & Candes 2024)\n")
+        return design + (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
                 f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
@@ -666,21 +685,74 @@ def _split(frame: pd.DataFrame, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]
     return human, verdicts
 
 
+@dataclass(frozen=True)
+class PicksDesign:
+    """The design people's pairs were drawn with: a planner's picks (:mod:`analysis.plan`)."""
+
+    strategy: str  # active or uniform, as the planner wrote it
+    n_pairs: int
+    min_prob: float
+    max_prob: float
+    n_votes: int  # people's votes (the fit's counts are weighted)
+    effective_votes: float  # votes on uniform picks, people alone, for intervals as narrow
+
+    @property
+    def name(self) -> str:
+        return f"picks:{self.strategy}"
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "n_pairs": self.n_pairs, "min_inclusion_prob": self.min_prob,
+                "max_inclusion_prob": self.max_prob, "weighting": "inverse inclusion probability"}
+
+
+def picks_inclusion(human: pd.DataFrame, picks: pd.DataFrame) -> np.ndarray:
+    """Each vote's inclusion probability, looked up by its pair_id in ``picks`` (``pair_id``,
+    ``inclusion_prob``); a vote on a pair outside the picks raises ``ValueError`` naming how many."""
+    prob = picks.assign(pair_id=picks["pair_id"].astype(str)).drop_duplicates("pair_id")
+    prob = prob.set_index("pair_id")["inclusion_prob"]
+    if "pair_id" not in human.columns:
+        raise ValueError("the human votes have no pair_id: votes are matched to the picks by it")
+    found = human["pair_id"].astype(str).map(prob).to_numpy(dtype=float)
+    outside = np.isnan(found)
+    if outside.any():
+        raise ValueError(f"{int(outside.sum())} human votes are on pairs outside the picks "
+                         f"({human['pair_id'][outside].nunique()} pairs): their inclusion probability is unknown, "
+                         "so the design-weighted ratings cannot use them; rate them without --picks or leave them out")
+    return found
+
+
 def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None,
-                cluster: str | None = None) -> PPIRatings:
-    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts;
+                picks: pd.DataFrame | None = None, cluster: str | None = None) -> PPIRatings:
+    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts.
+
+    With ``picks`` (a planner's ``pair_id``, ``inclusion_prob`` and ``strategy`` rows) people's
+    votes are weighted by their pairs' inverse inclusion probabilities (see :func:`ppi_data`).
     ``cluster`` as :func:`analysis.regression.cluster_groups` (default: by prompt when a prompt
     carries several pairs)."""
     human, verdicts = _split(frame, judge)
-    data = ppi_data(human, verdicts, repr(judge), cluster=cluster)
+    inclusion = None if picks is None else picks_inclusion(human, picks)
+    data = ppi_data(human, verdicts, repr(judge), inclusion=inclusion, cluster=cluster)
     fit = fit_ppi(data, lam)
+    design = None
+    if picks is not None:
+        # What people's votes alone are worth: their unweighted fit's widths stand for votes on
+        # uniform picks (its centre is biased on active picks, its spread is a uniform sample's).
+        alone = fit_ppi(ppi_data(human, verdicts, repr(judge), cluster=cluster), 0.0)
+        ratio = _mean_sd(alone.classical_covariance[None])[0] / _mean_sd(fit.covariance[None])[0]
+        strategy = str(picks["strategy"].iloc[0]) if "strategy" in picks.columns and len(picks) else "given"
+        design = PicksDesign(strategy=strategy, n_pairs=int(picks["pair_id"].nunique()),
+                             min_prob=float(picks["inclusion_prob"].min()), max_prob=float(picks["inclusion_prob"].max()),
+                             n_votes=len(human), effective_votes=float(len(human) * ratio ** 2))
     n = data.n_battles
     unit = "pair_id" if data.group is None else f"prompt ({int(data.group.max()) + 1} prompts)"
     interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
-                f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)")
+                f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)"
+                + ("" if design is None else f", {design.name} weighted by inverse inclusion probability"))
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
+    # A planner's picks are not a uniform sample on purpose (their weights correct for it).
+    warnings = sample_warnings(human, verdicts) if picks is None else ()
     return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
-                      warnings=sample_warnings(human, verdicts))
+                      design=design, warnings=warnings)
 
 
 def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 0.001) -> tuple[str, ...]:

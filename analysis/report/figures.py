@@ -23,7 +23,7 @@ from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
-from analysis.report.worth_section import worth_figure
+from analysis.report.worth_section import projection_figure, worth_figure
 
 __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
 
@@ -272,6 +272,7 @@ def ratings_figure(report: BiasReport):
 FIGURES = {
     "leaderboards": leaderboard_figure, "position": position_figure, "length": length_figure,
     "families": families_figure, "ratings": ratings_figure, "worth": lambda report: worth_figure(report.worth),
+    "projection": lambda report: projection_figure(report.worth),
 }
 
 
