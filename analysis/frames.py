@@ -21,7 +21,7 @@ from analysis import record_table
 from pairlab.ratable import ratable_mask
 from pairlab.records import Record, is_human
 
-__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame"]
+__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles"]
 
 COLUMNS = [
     "model_a",
@@ -133,6 +133,27 @@ def load_frame(
     table, issues = read_table(paths, skip_bad=skip_bad)
     for issue in issues:
         warnings.warn(str(issue), stacklevel=2)
+    return select_battles(table, judge=judge, humans_only=humans_only, anonymous_only=anonymous_only,
+                          exclude_leaks=exclude_leaks, exclude_flagged=exclude_flagged, categories=categories,
+                          with_failures=with_failures, include_prompt_set=include_prompt_set,
+                          prompt_set_rated=prompt_set_rated)
+
+
+def select_battles(
+    table: pd.DataFrame,
+    *,
+    judge: str | None = None,
+    humans_only: bool = False,
+    anonymous_only: bool = True,
+    exclude_leaks: bool = True,
+    exclude_flagged: bool = True,
+    categories: Iterable[str] | None = None,
+    with_failures: bool = False,
+    include_prompt_set: bool = False,
+    prompt_set_rated: bool = False,
+) -> pd.DataFrame:
+    """The battle frame of a record table already read (:func:`analysis.importers.read_table`),
+    with :func:`load_frame`'s rule and filters (the same options)."""
     counted = ratable_mask(table, prompt_set_rated=prompt_set_rated, include_named=not anonymous_only,
                            include_leaks=not exclude_leaks, include_flagged=not exclude_flagged,
                            include_prompt_set=include_prompt_set)

@@ -59,40 +59,28 @@ def _paths(votes) -> list[str] | None:
     return None
 
 
-def _table(votes) -> tuple[pd.DataFrame, list[str], list[str] | None]:
-    """The record table of ``votes``, what its reading skipped, and its paths (None for a table)."""
+def _table(votes, all_votes: bool) -> tuple[pd.DataFrame, list[str], list[str] | None]:
+    """The record table of ``votes`` with the votes the leaderboard counts (every vote with
+    ``all_votes``), as the report command reads them; what its reading skipped or left out, and
+    its paths (None for a table)."""
+    from pairlab.ratable import leaderboard_votes
+
     paths = _paths(votes)
-    if paths is None:
-        return votes, [], None
-    table, skipped = _read(paths, skip_bad=False)
-    return table, skipped, paths
+    table, notes = (votes, []) if paths is None else _read(paths, skip_bad=False)
+    table, rule_note = leaderboard_votes(table, all_votes=all_votes)
+    if not len(table):
+        raise ValueError(f"no votes to analyse: {rule_note}")
+    return table, notes + ([rule_note] if rule_note else []), paths
 
 
 def _battles(votes, *, judge: str | None, with_failures: bool = False) -> pd.DataFrame:
     """The battles ``pairlab ratings`` rates by default (the leaderboard's votes) with ``--judge``."""
-    from analysis.frames import load_frame
+    from analysis.frames import load_frame, select_battles
 
     paths = _paths(votes)
     if paths is not None:
         return load_frame(paths, judge=judge, with_failures=with_failures)
-    return _select(votes, judge=judge, with_failures=with_failures)
-
-
-def _select(table: pd.DataFrame, *, judge: str | None, with_failures: bool) -> pd.DataFrame:
-    """:func:`analysis.frames.load_frame`'s selection on a table already read."""
-    from analysis.frames import battle_frame
-    from pairlab.ratable import PROMPT_SET_MODE
-
-    frame = battle_frame(table)
-    keep = frame["anony"].to_numpy(dtype=bool) & ~frame["identity_leak"].to_numpy(dtype=bool)
-    keep &= ~(table["mode"] == PROMPT_SET_MODE).fillna(False).to_numpy(dtype=bool)
-    if not with_failures:
-        keep &= frame["parse_error"].isna().to_numpy()
-    if judge == "human":
-        keep &= (frame["judge_type"] == "human").to_numpy()
-    elif judge is not None:
-        keep &= (frame["judge"] == judge).fillna(False).to_numpy(dtype=bool)
-    return frame[keep].reset_index(drop=True)
+    return select_battles(votes, judge=judge, with_failures=with_failures)
 
 
 def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "human", *, bootstrap: int = 0,
@@ -105,7 +93,7 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
     (people where people and judges both voted). ``options`` are the command's method options
     by their Python names (``ties``, ``anchor=(model, rating)``, ``ci``, ``l2``, ``strong_weight``,
     ``k``, ``permutations``, ``baseline``). Only the votes the leaderboard counts are rated
-    (anonymous, no identity leak, no left-out prompt-set vote).
+    (anonymous, no identity leak, no vote-hygiene flag, no left-out prompt-set vote).
     """
     from analysis.ratings.cli import WINRATE, rate_battles
 
@@ -117,7 +105,7 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
 
 
 def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None = None, rating_bootstrap: int = 200,
-                seed: int = 0) -> JudgeWorth:
+                seed: int = 0, all_votes: bool = False) -> JudgeWorth:
     """What ``judge`` is worth in human votes, as report.json's ``judges[judge].ppi`` (with the
     report's options): prediction-powered ratings (PPI++; Angelopoulos, Duchi and Zrnic 2023,
     applied to Bradley-Terry by Boyeau et al. 2024) with people on a random share of the judge's
@@ -126,7 +114,7 @@ def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None =
     """
     from analysis.report.estimates import judge_worth_alone
 
-    table = _table(votes)[0]
+    table = _table(votes, all_votes)[0]
     return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed)
 
 
@@ -153,14 +141,16 @@ class Report:
 
 
 def bias_report(votes: pd.DataFrame | Paths, *, humans: str | None = None, bootstrap: int = 1000,
-                rating_bootstrap: int = 200, seed: int = 0, panel: bool = True, cluster: str | None = None) -> Report:
+                rating_bootstrap: int = 200, seed: int = 0, panel: bool = True, all_votes: bool = False,
+                cluster: str | None = None) -> Report:
     """Position, length and self-family bias, agreement with people and each judge's worth, for
     people and every LLM judge: ``pairlab report`` with the same options (``humans`` is
-    ``--humans``, ``panel=False`` is ``--no-panel``, ``cluster`` is ``--cluster``)."""
+    ``--humans``, ``panel=False`` is ``--no-panel``, ``all_votes=True`` is ``--all-votes``: also
+    the votes the leaderboard does not count; ``cluster`` is ``--cluster``)."""
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
 
-    table, issues, paths = _table(votes)
+    table, issues, paths = _table(votes, all_votes)
     timings = read_run_timings(paths)[0] if paths else {}  # judges.run manifests beside the records
     return Report(build_report(table, human_prefix=humans, n_boot=bootstrap, rating_bootstrap=rating_bootstrap,
                                seed=seed, issues=issues, sources=paths or (), panel=panel, timings=timings,

@@ -49,7 +49,14 @@ def _report_cli(path: Path, out: Path) -> dict[str, float]:
     return {row["model"]: row["rating"] for row in rows}
 
 
-COMMANDS = {"analysis.ratings": _ratings_cli, "analysis.report": _report_cli}
+def _api_rate(path: Path, out: Path) -> dict[str, float]:
+    import pairlab
+
+    table = pairlab.rate(pairlab.read_votes(path))
+    return dict(zip(table["model"], table["rating"]))
+
+
+COMMANDS = {"analysis.ratings": _ratings_cli, "analysis.report": _report_cli, "pairlab.rate": _api_rate}
 
 
 def _battles(n: int, seed: int = 0) -> list[dict]:
