@@ -105,17 +105,19 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
 
 
 def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None = None, rating_bootstrap: int = 200,
-                seed: int = 0, all_votes: bool = False) -> JudgeWorth:
+                seed: int = 0, all_votes: bool = False, cluster: str | None = None) -> JudgeWorth:
     """What ``judge`` is worth in human votes, as report.json's ``judges[judge].ppi`` (with the
     report's options): prediction-powered ratings (PPI++; Angelopoulos, Duchi and Zrnic 2023,
     applied to Bradley-Terry by Boyeau et al. 2024) with people on a random share of the judge's
     pairs; ``effective_votes`` (with ``effective_ci``) is how many votes people alone would need
     for intervals as narrow, ``ratio`` what one human vote is worth beside the judge.
+    ``cluster`` is the report's ``--cluster``.
     """
     from analysis.report.estimates import judge_worth_alone
 
     table = _table(votes, all_votes)[0]
-    return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed)
+    return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed,
+                             cluster=cluster)
 
 
 @dataclass(frozen=True)

@@ -412,15 +412,17 @@ def _battle_frames(table: pd.DataFrame, person: np.ndarray, usable: np.ndarray) 
 
 
 def judge_worth_alone(table: pd.DataFrame, judge: str, *, human_prefix: str | None = None,
-                      rating_bootstrap: int = 200, seed: int = 0) -> JudgeWorth:
+                      rating_bootstrap: int = 200, seed: int = 0, cluster: str | None = None) -> JudgeWorth:
     """The report's ``ppi`` entry for one judge (:func:`analysis.judging.worth.judge_worth`), without
-    the rest of the report: the same battles, the judge's own ratings beside, the same seed."""
+    the rest of the report: the same battles, the judge's own ratings beside, the same seed, the
+    same clusters (``cluster`` as the report's)."""
     table, person, usable, _ = _raters(table, human_prefix)
     frames = _battle_frames(table, person, usable)
     if judge not in frames or judge == HUMAN_RATER:
         raise ValueError(f"no verdicts of judge {judge!r}; judges: {', '.join(n for n in frames if n != HUMAN_RATER)}")
-    alone = _ratings(frames[judge], rating_bootstrap, seed).bt
-    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed)
+    kind = cluster_groups(pd.concat(list(frames.values()), ignore_index=True), cluster).kind
+    alone = _ratings(frames[judge], rating_bootstrap, seed, kind).bt
+    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed, cluster=kind)
     if not found:
         raise ValueError(notes[0] if notes else f"no human votes on the pairs judge {judge!r} judged")
     return found[0]
