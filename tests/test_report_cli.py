@@ -74,7 +74,10 @@ def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
     out = tmp_path / "pandalm"
     proc = run("--votes", str(shared_data / "pandalm"), "--out", str(out), "--quiet", "--rating-bootstrap", "50")
     assert proc.returncode == 0, proc.stderr
-    assert "idx 157" in proc.stderr  # skipped boolean responses are reported on the console too
+    # the console gets one line for the 31 remarks (issue 30), the report each one
+    notes = [x for x in proc.stderr.splitlines() if x.startswith("note:")]
+    assert len(notes) == 1 and notes[0].startswith("note: 31 rows read with a remark")
+    assert "idx 157" in (out / "report.md").read_text()
     data = json.loads((out / "report.json").read_text())
     assert set(data["judges"]) == {"human", "gpt-3.5-turbo", "pandalm-7b", "panel"}
     shot = tmp_path / "report.png"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -13,7 +14,7 @@ from analysis.importers import describe_formats
 from analysis.regression import CLUSTERS, cluster_groups
 
 from .registry import METHODS, rate
-from .table import RatingTable
+from .table import RatingTable, withhold_thin
 
 # Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
 # its own result type and lives beside the registry's methods, not in it.
@@ -73,9 +74,10 @@ lc_delta_method_se is the LC win rate's standard error (its interval is built on
 lc_instruction_spread_se is what AlpacaEval's leaderboard calls lc_standard_error (the spread
 of the per-instruction predictions, not an uncertainty); lc_note says why an LC win rate is null.
 
---ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_pairs",
-"n_judge", "lambda", "effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or
-"picks:uniform" and a "picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
+--ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_left_out"
+(people's votes on pairs the judge gave no verdict on, left out), "n_human_pairs", "n_judge", "lambda",
+"effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or "picks:uniform" and a
+"picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
 "baseline", "ratings": [{"model", "win_rate", "lower", "upper", "n_human", "n_judge", "lambda",
 "effective_human_votes", ...}], "ppi": {... lambda the mean over models, effective votes summed}}.
 
@@ -184,13 +186,18 @@ def render(result: RatingTable, n_battles: int) -> str:
     lines.append(f"{'rank':>4}  {'model':<{width}}  {'rating':>8}  {'lower':>8}  {'upper':>8}  {'n':>7}")
     for row in result.table.itertuples(index=False):
         lines.append(
-            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
+            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  "
+            f"{_bound(row.lower)}  {_bound(row.upper)}  {row.n:>7}"
         )
     if result.coefficients is not None:
         lines += ["", "style coefficients (log-odds per standard deviation):"]
         for row in result.coefficients.itertuples(index=False):
             lines.append(f"  {row.name:<8} {row.coef:+.3f}  [{row.lower:+.3f}, {row.upper:+.3f}]")
     return "\n".join(lines)
+
+
+def _bound(value: float) -> str:
+    return f"{'-':>8}" if value != value else f"{value:8.1f}"  # NaN: no interval claimed
 
 
 def render_winrate(result) -> str:
@@ -223,7 +230,9 @@ def choose_raters(frame, judge: str | None):
 
     Returns the battles kept and a line saying which raters they come from.
     """
-    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", frame["judge"]).value_counts()
+    # A table without a judge column (a plain CSV of battles) names no rater: say so rather than nothing.
+    named = frame["judge"].astype(object).where(frame["judge"].notna(), "unnamed (no judge column)")
+    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", named).value_counts(dropna=False)
     counts.index = ["people" if name == "human" else str(name) for name in counts.index]
     listing = ", ".join(f"{name} {n}" for name, n in counts.items())
     humans = frame["judge_type"] == "human"
@@ -259,7 +268,10 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
             raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
         result = win_rates(frame, options.get("baseline"), level=level)
     else:
-        result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, cluster=cluster, **options)
+        result = _rate(frame, method, bootstrap, seed, level, {**options, "cluster": cluster})
+        paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
+        result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
+                               "pairs" if paired else "votes")
     return result, raters, frame
 
 
@@ -328,6 +340,23 @@ def main(argv: list[str] | None = None) -> int:
         print(raters)
         print(render(result, len(frame)))
     return 0
+
+
+def _rate(frame, method: str, bootstrap: int, seed: int, level: float, options: dict) -> RatingTable:
+    """``rate`` with the method's options; Bradley-Terry on battles without a maximum-likelihood
+    rating (a model with only wins or only losses) gets the arena leaderboard's prior instead of
+    an error, and a warning saying so."""
+    if method in ("bt", "bt-davidson") and "l2" not in options and bootstrap == 0:
+        from .bt import PRIOR_L2, PRIOR_SD_ELO, mle_exists
+        from .counts import aggregate
+
+        if not mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"])):
+            note = (f"no maximum-likelihood rating exists for these battles (a model has only wins or only losses, "
+                    f"Ford 1957): regularised as the arena's leaderboard does, --l2 {PRIOR_L2:g} (a Gaussian prior, SD "
+                    f"{PRIOR_SD_ELO:.0f} Elo points, on each model's strength); pass --l2 to choose another")
+            result = rate(frame, method, bootstrap=0, seed=seed, level=level, **options, l2=PRIOR_L2)
+            return dataclasses.replace(result, warnings=(note, *result.warnings))
+    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
 
 
 def show_warnings(caught: list) -> None:

@@ -623,6 +623,7 @@ class PPIRatings:
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
     warnings: tuple[str, ...] = ()  # people's pairs unlike the judged ones (:func:`sample_warnings`)
+    n_human_left_out: int = 0  # people's votes on pairs the judge gave no verdict on
     design: PicksDesign | None = None  # None: people's pairs taken as a uniform sample
 
     def summary(self) -> dict:
@@ -630,6 +631,7 @@ class PPIRatings:
             "judge": self.judge,
             "design": "uniform" if self.design is None else self.design.name,
             "n_human": int(round(self.fit.n_human)),
+            "n_human_left_out": self.n_human_left_out,
             "n_human_pairs": self.fit.n_human_pairs,
             "n_judge": int(round(self.fit.n_judge)),
             "lambda": self.fit.lam,
@@ -643,12 +645,14 @@ class PPIRatings:
     def describe(self) -> str:
         """The CLI's lines under the table: the weight, the counts and what the judge was worth."""
         s = self.summary()
+        left_out = (f"; {self.n_human_left_out} human votes left out: on pairs {self.judge} gave no verdict on "
+                    "(parse failures or pairs it never saw)" if self.n_human_left_out else "")
         design = "" if self.design is None else (
             f"design: {self.design.name} ({self.design.n_pairs} picked pairs, inclusion probabilities "
             f"{self.design.min_prob:.3f}-{self.design.max_prob:.3f}), people's votes weighted by their inverse "
             "(active inference, Zrnic & Candes 2024)\n")
         return design + (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
-                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs\n"
+                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs{left_out}\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
                 "rank sets (ranks consistent with simultaneous 95% intervals of every pairwise difference, "
@@ -681,7 +685,9 @@ def _split(frame: pd.DataFrame, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]
     people = frame["judge_type"] == "human" if "judge_type" in frame.columns else frame["judge"].str.startswith("human")
     human, verdicts = frame[people.to_numpy()], frame[(frame["judge"] == judge).to_numpy()]
     if verdicts.empty:
-        raise ValueError(f"no verdicts of judge {judge!r} in the input")
+        present = sorted(set(frame.loc[~people.to_numpy(), "judge"].astype(str)))
+        raise ValueError(f"no verdicts of judge {judge!r} in the input; the judges there: "
+                         + (", ".join(present) if present else "none (only people's votes)"))
     return human, verdicts
 
 
@@ -731,18 +737,25 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
     carries several pairs)."""
     human, verdicts = _split(frame, judge)
     inclusion = None if picks is None else picks_inclusion(human, picks)
-    data = ppi_data(human, verdicts, repr(judge), inclusion=inclusion, cluster=cluster)
+    # As the report does (analysis.judging.worth): people's votes on pairs the judge gave no verdict on
+    # (its parse failures, pairs it never saw) have no prediction, so they are left out and counted.
+    data = ppi_data(human, verdicts, repr(judge), unjudged="leave out", inclusion=inclusion,
+                    cluster=cluster)
+    unweighted = data if picks is None else ppi_data(human, verdicts, repr(judge), unjudged="leave out",
+                                                     cluster=cluster)
+    n_left_out = len(human) - round(unweighted.totals()[0])
     fit = fit_ppi(data, lam)
     design = None
     if picks is not None:
         # What people's votes alone are worth: their unweighted fit's widths stand for votes on
         # uniform picks (its centre is biased on active picks, its spread is a uniform sample's).
-        alone = fit_ppi(ppi_data(human, verdicts, repr(judge), cluster=cluster), 0.0)
+        alone = fit_ppi(unweighted, 0.0)
         ratio = _mean_sd(alone.classical_covariance[None])[0] / _mean_sd(fit.covariance[None])[0]
         strategy = str(picks["strategy"].iloc[0]) if "strategy" in picks.columns and len(picks) else "given"
         design = PicksDesign(strategy=strategy, n_pairs=int(picks["pair_id"].nunique()),
                              min_prob=float(picks["inclusion_prob"].min()), max_prob=float(picks["inclusion_prob"].max()),
-                             n_votes=len(human), effective_votes=float(len(human) * ratio ** 2))
+                             n_votes=len(human) - n_left_out,
+                             effective_votes=float((len(human) - n_left_out) * ratio ** 2))
     n = data.n_battles
     unit = "pair_id" if data.group is None else f"prompt ({int(data.group.max()) + 1} prompts)"
     interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
@@ -752,7 +765,7 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
     # A planner's picks are not a uniform sample on purpose (their weights correct for it).
     warnings = sample_warnings(human, verdicts) if picks is None else ()
     return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
-                      design=design, warnings=warnings)
+                      n_human_left_out=n_left_out, design=design, warnings=warnings)
 
 
 def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 0.001) -> tuple[str, ...]:

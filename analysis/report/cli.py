@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -60,6 +62,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _count_notes(issues: list[str]) -> str:
+    """"31 rows read with a remark (25 ... unparseable verdict, 6 ... read as the text)": the notes
+    grouped by what they say, file and row left out."""
+    from collections import Counter
+
+    kinds = Counter(re.sub(r"^.*?: (idx|line|row) [^:]*: ", "", issue).split(" '")[0].split(", read as")[0]
+                    for issue in issues)
+    groups = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common(3))
+    more = f", {len(kinds) - 3} other kinds" if len(kinds) > 3 else ""
+    return f"{len(issues)} rows read with a remark ({groups}{more})"
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -95,6 +109,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
@@ -114,10 +130,11 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
     if not len(table):
         fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
+    if issues:  # the detail goes into the report; the terminal gets one line
+        print(f"note: {_count_notes(issues)}: each one is listed in the report", file=sys.stderr)
     if rule_note:
         issues.append(rule_note)
-    for issue in issues:
-        print(f"note: {issue}", file=sys.stderr)
+        print(f"note: {rule_note}", file=sys.stderr)
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)

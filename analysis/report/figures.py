@@ -67,15 +67,16 @@ def _legend_below(ax, centre: float, ncol: int) -> None:
 def position_figure(report: BiasReport):
     """First-shown win rate, and beside it what happens when the order is swapped (only
     when some rater saw a pair in both orders: an all-empty panel says nothing)."""
-    raters = report.raters
+    # The panel's verdict never saw a display order: it gets no row (its position is its members').
+    colour = {r.rater: _color(i) for i, r in enumerate(report.raters)}  # as in the other figures
+    raters = [r for r in report.raters if not r.panel_members]
     names = [r.rater for r in raters]
     swapped = swapped_seen(report)
     n_panels = 2 if swapped else 1
     height = 0.55 * len(raters) + 0.8
     fig, axes = new_figure((11.0, height), n_panels)
     ax1 = axes[0]
-    # The panel's verdict never saw a display order: no point on its row.
-    intervals(ax1, [(i, None if r.panel_members else r.position.first_rate, r.position.first_rate_ci, _color(i))
+    intervals(ax1, [(i, r.position.first_rate, r.position.first_rate_ci, colour[r.rater])
                     for i, r in enumerate(raters)])
     ax1.axvline(0.5, color="grey", ls="--", lw=1)
     few_ticks(ax1.xaxis)

@@ -105,9 +105,10 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     for axis in (ax.xaxis, ax.yaxis):  # plain numbers, not powers of ten
         axis.set_major_formatter(ScalarFormatter())
         axis.set_minor_formatter(NullFormatter())
-    ax.set_xticks([t for t in (100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
-                   if min(p.n_votes for w in worth for p in w.curve) / 1.5 <= t
-                   <= 1.5 * max(p.n_votes for w in worth for p in w.curve)])
+    # 1-1.5-2-3-5-7 per decade: a curve over 100-600 votes had only 100, 200 and 500 to read it by.
+    ax.set_xticks([t for t in (round(10 ** e * m) for e in range(1, 6) for m in (1, 1.5, 2, 3, 5, 7))
+                   if min(p.n_votes for w in worth for p in w.curve) / 1.2 <= t
+                   <= 1.2 * max(p.n_votes for w in worth for p in w.curve)])
     widths = [v for w in worth for p in w.curve for v in (p.people, p.people_and_judge)]
     ax.set_yticks([t for t in (10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 1000)
                    if min(widths) / 1.3 <= t <= 1.3 * max(widths)])
