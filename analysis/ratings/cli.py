@@ -10,7 +10,6 @@ import warnings
 
 from analysis.frames import load_frame
 from analysis.importers import describe_formats
-
 from analysis.regression import CLUSTERS, cluster_groups
 
 from .registry import METHODS, rate
