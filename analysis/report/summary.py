@@ -232,15 +232,15 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         members = [raters[m] for m in r.panel_members if m in raters]
         follows = _follows_line(r, members)
         # Against people where they voted: a lean the judge shares with them is not counted as its bias.
-        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family vs "
-                   "agreement with people)" if people is not None else "Strongest bias")
+        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family as the "
+                   "controlled term vs 0)" if people is not None else "Strongest bias")
         if bias:
             bias_line = f"{against}: it {bias.text}."
         elif follows:
             bias_line = f"{against}: position ({FOLLOWS_POSITION})."
         else:
-            bias_line = (f"{against}: none detected (position, length and self-family intervals all include no "
-                         "bias)." + _length_lean(r, people))
+            bias_line = (f"{against}: none detected (position, length and controlled self-family intervals all "
+                         "include no bias)." + _length_lean(r, people))
         if people is None or r.reference != HUMAN_RATER:
             if people is None and bias is not None and bias.kind == "length":
                 bias_line = "Strongest bias: its length preference (above)."
