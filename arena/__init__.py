@@ -4,8 +4,7 @@ Modules: :mod:`.battles` (serving, streaming, voting), :mod:`.store` (the vote s
 its one write path), :mod:`.sampling` (which pair fights next), :mod:`.leak` (answers
 that name a model), :mod:`.leaderboard`, :mod:`.ui` (Gradio pages), :mod:`.api` (HTTP),
 :mod:`.web` (the server), :mod:`.export` (CLI), :mod:`.config`, :mod:`.errors`,
-:mod:`.sessions` (signed session ids), :mod:`.limits` (rate and size limits),
-:mod:`.process` (the app as a child process, for tests and benches).
+:mod:`.sessions` (signed session ids), :mod:`.limits` (rate and size limits).
 """
 
 from arena.battles import CHOICES, Arena, Battle, build_record

@@ -10,12 +10,12 @@ import sqlite3
 import threading
 import time
 
+from app_process import ROOT, AppProcess
+from arena_wire import GradioPage
 import httpx
 import pytest
-from arena_wire import GradioPage
 
 from arena.leaderboard import compute
-from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 from pairlab.records import Pair, make_pair_id, read_pairs, write_records
 

@@ -10,13 +10,13 @@ import signal
 import sqlite3
 import time
 
+from app_process import ROOT, AppProcess
+from arena_wire import GradioPage
+import flood_load as flood
 import httpx
 import pytest
-from arena_wire import GradioPage
 
-from arena import flood
 from arena.leaderboard import compute
-from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 
 pytestmark = pytest.mark.slow

@@ -9,9 +9,9 @@ and the store must hold each acknowledged vote exactly once.
 
 import sqlite3
 
+from app_process import ROOT, AppProcess
 import pytest
 
-from arena.process import ROOT, AppProcess
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
 
 pytestmark = pytest.mark.slow

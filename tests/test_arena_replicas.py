@@ -3,13 +3,13 @@ continue, regenerate or vote on a battle another one served. Real models, real
 PostgreSQL (a throwaway cluster), real app processes.
 """
 
+from app_process import ROOT, AppProcess
 import httpx
 import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.errors import AlreadyVoted, NotReady, Refused
-from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 from pairlab.backends.base import GenerationParams
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
