@@ -4,7 +4,8 @@ Modules: :mod:`.battles` (serving, streaming, voting), :mod:`.store` (the vote s
 its one write path), :mod:`.sampling` (which pair fights next), :mod:`.leak` (answers
 that name a model), :mod:`.leaderboard`, :mod:`.ui` (Gradio pages), :mod:`.api` (HTTP),
 :mod:`.web` (the server), :mod:`.export` (CLI), :mod:`.config`, :mod:`.errors`,
-:mod:`.sessions` (signed session ids), :mod:`.limits` (rate and size limits).
+:mod:`.sessions` (signed session ids), :mod:`.limits` (rate and size limits),
+:mod:`.listeners` (which pages read their event streams).
 """
 
 from arena.battles import CHOICES, Arena, Battle, build_record

@@ -29,6 +29,7 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from arena.api import GENERIC_ERROR, request_voter
 from arena.battles import Arena, Battle
 from arena.errors import Refused, UnknownBattle
+from arena.listeners import Listeners
 from arena.sessions import Voter
 from pairlab.records import Record
 
@@ -208,10 +209,12 @@ def _vote_handler(arena: Arena, panel: Panel, mode: str, no_battle: str, then: s
     return on_vote
 
 
-def _conversation(arena: Arena, mode: str, named: bool) -> None:
+def _conversation(arena: Arena, mode: str, named: bool, listeners: Listeners) -> None:
     """A live battle (anonymous or named): prompt, streamed answers, votes, controls.
 
-    Built inside the caller's Blocks context.
+    Built inside the caller's Blocks context. Generation runs only while the page listens
+    to its event stream (``listeners``): an event posted by a client that never reads it,
+    or that left, starts no models and stops them.
     """
     pickers = []
     if named:
@@ -237,9 +240,12 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
 
     async def run(request: gr.Request, begin) -> AsyncIterator[dict]:
         """Wait for a generation slot (holding no thread), then ``begin(voter)`` the turn and stream it."""
+        page = request.session_hash
+        if not await listeners.arrive(page):
+            return  # nobody reads this event's output: nothing to generate, nobody to tell
         try:
             voter = _voter(arena, request)
-            slot = await arena.slots.wait(voter.token, voter.address)
+            slot = await arena.slots.wait(voter.token, voter.address, gone=lambda: listeners.gone(page))
         except Refused as exc:
             yield {panel.status: _error(exc)}
             return
@@ -258,6 +264,8 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
             stream = arena.stream(battle, slot)
             try:
                 async for text_a, text_b in iterate_in_threadpool(stream):
+                    if not listeners.listening(page):
+                        return  # the page left: closing the stream below stops the models
                     yield {panel.chat_a: _chat(battle, "a", text_a), panel.chat_b: _chat(battle, "b", text_b)}
             except Refused as exc:
                 yield {panel.status: _error(exc), send: gr.update(interactive=True)}
@@ -379,7 +387,7 @@ def _forgetter(arena: Arena):
     return forget
 
 
-def battle_page(arena: Arena) -> gr.Blocks:
+def battle_page(arena: Arena, listeners: Listeners) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena", analytics_enabled=False) as page:
         gr.Markdown("# Pairwise Arena")
         _nav("/")
@@ -387,20 +395,20 @@ def battle_page(arena: Arena) -> gr.Blocks:
             gr.Markdown("Two anonymous models answer your prompt side by side. Vote for the better "
                         "answer; their names are revealed after you vote. A vote on answers in which a "
                         "model names itself is kept but left out of the leaderboard.")
-            _conversation(arena, "battle", named=False)
+            _conversation(arena, "battle", named=False, listeners=listeners)
         with gr.Tab("Prompt set", elem_id="tab-prompt-set"):
             _prompt_set(arena)
         page.unload(_forgetter(arena))
     return page
 
 
-def side_by_side_page(arena: Arena) -> gr.Blocks:
+def side_by_side_page(arena: Arena, listeners: Listeners) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena: side by side", analytics_enabled=False) as page:
         gr.Markdown("# Side by side")
         _nav(SIDE_BY_SIDE_PATH)
         gr.Markdown("Pick two models and compare them on your prompt. These votes are stored as "
                     "named (not blind) and are left out of the leaderboard by default.")
-        _conversation(arena, "side_by_side", named=True)
+        _conversation(arena, "side_by_side", named=True, listeners=listeners)
         page.unload(_forgetter(arena))
     return page
 
