@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena import api
 from arena.battles import Arena
 from arena.errors import RateLimited
-from arena.limits import BodyLimit
+from arena.limits import BodyLimit, RequestLimit
 from arena.listeners import Listeners, StreamTracker
 from arena.sessions import SESSION_COOKIE
 from arena.ui import CSS, LEADERBOARD_PATH, SIDE_BY_SIDE_PATH, battle_page, leaderboard_page, side_by_side_page
@@ -144,4 +144,7 @@ def build_app(arena: Arena) -> FastAPI:
     app.add_middleware(StreamTracker, listeners=listeners)
     app.add_middleware(EventLimit, arena=arena, pages={path.rstrip("/") or "/": page for path, page in pages})
     app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
+    # Outermost: a request over its address's budget is refused before any other work.
+    app.add_middleware(RequestLimit, limits=arena.limits,
+                       address=lambda scope: api.request_address(arena, Request(scope)))
     return app

@@ -28,6 +28,7 @@ pairs = "{PAIRS}"
 [arena.rate_limit]  # every voter is on 127.0.0.1, so the per-address limits must allow all 50
 actions = 100000
 per_address = 100000
+requests_per_address = 100000
 new_sessions_per_address = 1000
 global = 100000
 """)

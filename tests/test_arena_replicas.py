@@ -69,7 +69,8 @@ def test_a_battle_generating_on_one_replica_cannot_be_voted_on_another(store_url
 def write_config(path, pairs=PAIRS):
     # every voter is on 127.0.0.1, so the per-address limits must allow all 50
     path.write_text(f'[arena]\nmodels = []\npairs = "{pairs}"\n[arena.rate_limit]\nactions = 100000\n'
-                    'per_address = 100000\nnew_sessions_per_address = 1000\nglobal = 100000\n')
+                    'per_address = 100000\nnew_sessions_per_address = 1000\nglobal = 100000\n'
+                    'requests_per_address = 100000\n')
     return path
 
 
