@@ -45,6 +45,13 @@ CSS = """
 .arena-name p { margin: 0; }
 #status, #ps-status { min-height: 1.6em; }
 .vote-row button { font-size: 1.05em; }
+/* A phone's width: the ratings table's long model names wrap, so the rating stays on screen. */
+@media (max-width: 480px) {
+  #ratings table { font-size: 0.85em; }
+  #ratings th, #ratings td { padding: 4px 5px; }
+  #ratings th, #ratings th * { word-break: normal; overflow-wrap: normal; white-space: normal; }
+  #ratings td { overflow-wrap: anywhere; }
+}
 """
 
 # Plain text: emoji glyphs are missing from many systems' fonts (Debian's Chromium here).
@@ -342,7 +349,8 @@ def _conversation(arena: Arena, mode: str, named: bool, listeners: Listeners) ->
     draw.click(on_draw, None, [prompt, panel.status], concurrency_limit=None)
 
 
-def _prompt_set(arena: Arena) -> None:
+def _prompt_set(arena: Arena, tab: gr.Tab) -> None:
+    """The prompt-set tab's content; opening ``tab`` shows a pair at once (no empty tab)."""
     if not arena.pairs:
         gr.Markdown("No prompt set with pre-generated answers is configured (`pairs` in the arena config).")
         return
@@ -373,7 +381,12 @@ def _prompt_set(arena: Arena) -> None:
 
     on_vote = _vote_handler(arena, panel, "prompt_set", "Press Next pair first.", "Press **Next pair**.")
 
+    @_guarded(panel.status)
+    def on_open(shown: str, request: gr.Request) -> dict:
+        return {question: gr.update()} if shown else on_next(request)  # back on the tab: the pair stays
+
     following.click(on_next, None, outputs, concurrency_limit=None)
+    tab.select(on_open, question, outputs, concurrency_limit=None)
     for choice, button in panel.votes.items():
         button.click(on_vote(choice), None, outputs, concurrency_limit=None)
 
@@ -396,8 +409,8 @@ def battle_page(arena: Arena, listeners: Listeners) -> gr.Blocks:
                         "answer; their names are revealed after you vote. A vote on answers in which a "
                         "model names itself is kept but left out of the leaderboard.")
             _conversation(arena, "battle", named=False, listeners=listeners)
-        with gr.Tab("Prompt set", elem_id="tab-prompt-set"):
-            _prompt_set(arena)
+        with gr.Tab("Prompt set", elem_id="tab-prompt-set") as prompt_set:
+            _prompt_set(arena, prompt_set)
         page.unload(_forgetter(arena))
     return page
 
@@ -425,21 +438,32 @@ def _heatmap(win_rates):
             .format("{:.2f}", na_rep="", subset=cells))
 
 
+RATINGS_CAPTION = ("Ratings on the Elo scale. Rank (UB): 1 + the number of models surely better (their whole range "
+                   "lies above this one's).")
+STYLE_CAPTION = " Style-controlled: the rating with answer length and formatting held equal."
+
+
+def _ratings_caption(ratings) -> str:
+    """The ratings table's caption: it explains the style-controlled column only when the table has it."""
+    return RATINGS_CAPTION + (STYLE_CAPTION if "style-controlled" in ratings.columns else "")
+
+
 def leaderboard_page(arena: Arena) -> gr.Blocks:
-    from arena.categories import views
+    from arena.categories import LONG_PROMPT_CHARS, MIN_LANGUAGE_VOTES, views
     from arena.leaderboard import compute
 
     with gr.Blocks(title="Pairwise Arena: leaderboard", analytics_enabled=False) as page:
         gr.Markdown("# Leaderboard")
         _nav(LEADERBOARD_PATH)
         with gr.Row():
-            category = gr.Dropdown([("all votes", "all")], value="all", label="View", elem_id="category", scale=3)
+            category = gr.Dropdown(
+                [("all votes", "all")], value="all", label="View", elem_id="category", scale=3,
+                info="Views appear as votes come in: multi-turn battles, long prompts (at least "
+                     f"{LONG_PROMPT_CHARS} characters) and code each once a counted vote is in them; a language "
+                     f"once {MIN_LANGUAGE_VOTES} counted votes are in it.")
             refresh = gr.Button("Refresh", elem_id="refresh", size="sm", scale=1)
         summary = gr.Markdown(elem_id="leaderboard-summary")
-        ratings = gr.Dataframe(label="Ratings on the Elo scale. Rank (UB): 1 + the number of models surely "
-                               "better (their whole range lies above this one's). Style-controlled: the rating "
-                               "with answer length and formatting held equal", elem_id="ratings",
-                               interactive=False)
+        ratings = gr.Dataframe(label=RATINGS_CAPTION, elem_id="ratings", interactive=False, wrap=True)
         models = gr.Dataframe(label="Votes per model", elem_id="model-counts", interactive=False)
         with gr.Row():
             win_rates = gr.Dataframe(label="How often the row model beat the column model (a tie counts ½)", elem_id="win-rates",
@@ -450,7 +474,8 @@ def leaderboard_page(arena: Arena) -> gr.Blocks:
             board = compute(arena.store, bootstrap=arena.config.bootstrap, category=view or "all",
                             anomaly_alpha=arena.config.anomaly_alpha)
             choices = [(label, key) for key, label in views(arena.store.records(ratable=True)).items()]
-            return (gr.update(choices=choices), board.summary, board.ratings, board.models,
+            return (gr.update(choices=choices), board.summary,
+                    gr.update(value=board.ratings, label=_ratings_caption(board.ratings)), board.models,
                     _heatmap(board.win_rates), board.counts)
 
         outputs = [category, summary, ratings, models, win_rates, counts]
