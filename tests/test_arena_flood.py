@@ -185,7 +185,8 @@ def test_fifty_voters_and_a_flooding_client_p99_under_two_seconds_no_vote_lost(a
     print("p99 (s):", load.p99(), "votes:", len(load.acked), "flooder:", load.flood)
     assert load.errors == []
     assert len(load.acked) >= 50 and set(load.acked) <= stored  # no acknowledged vote lost
-    assert load.flood.get("battle 429", 0) > 0  # the flood did press on its limits
+    # the flood did press: its battles were refused or hung up on while the models were busy
+    assert any(k.startswith("battle ") and not k.endswith(" 200") for k in load.flood), load.flood
     assert max(load.p99().values()) < 2.0, load.p99()
 
 
