@@ -1,4 +1,4 @@
-"""The bias report at arena scale (issue 21): the full report on 100,000 and on 1,000,000
+"""The bias report at arena scale (issues 21 and 28): the full report on 100,000 and on 1,000,000
 records against the time to merely parse them.
 
 Input (seeded, ``tests/report_sample.py``): pairs among 8 models of 4 families, one human
@@ -14,7 +14,7 @@ Timed, each in a fresh process, as a user runs it:
   default the report spreads its work over every core (``--workers``), so the 100k report
   is also timed in one process (``--workers 1``).
 
-Goals: 100k within 6x the floor; 1M under 60 s and at most 11x the 100k time. Medians of
+Goals: 100k within 8x the floor; 1M under 60 s and at most 11x the 100k time. Medians of
 ``--repeats`` runs (3) for 100k and the floor; the 1M report runs ``--repeats-1m`` times (1).
 Also prints, for 100k, where the time goes (reading, analysis, rendering) inside one run.
 
@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from pairlab.records import write_records  # noqa: E402
 from report_sample import MODELS, iter_synthetic_records  # noqa: E402
 
-GOAL_100K_FLOOR = 6.0
+GOAL_100K_FLOOR = 8.0
 GOAL_1M_S = 60.0
 GOAL_GROWTH = 11.0
 

@@ -168,17 +168,9 @@ def sim_server(*args: str):
         url = proc.stdout.readline().strip()
         if not url.startswith("http://"):
             raise RuntimeError(f"judge_sim did not start (exit {proc.poll()})")
-        import httpx
+        from support import answers, wait_until
 
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/models", timeout=2)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_until(answers(url + "/models", proc), 30, what="the simulated judge to answer")
         yield url
     finally:
         proc.kill()

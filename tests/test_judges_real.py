@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from judges import run as run_cli
 from judges.runner import JudgeConfig, judge_pairs
 from judges.store import RunFiles
 from judges.templates import BUILTIN, get_template
+from support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -173,11 +173,8 @@ def test_sigkill_then_rerun_gives_each_record_once_and_the_same_bytes(smollm, pa
             "--limit", "3"]
     proc = subprocess.Popen([sys.executable, "-m", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None:
-        if out.exists() and out.read_bytes().count(b"\n") >= 1:
-            break
-        time.sleep(0.05)
+    wait_until(lambda: proc.poll() is not None or (out.exists() and out.read_bytes().count(b"\n") >= 1), 180,
+               what="the first verdict written")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     written = out.read_bytes().count(b"\n")

@@ -12,14 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from pairlab.records import Pair, make_pair_id, read_records, write_records
 from judge_sim import sim_server, stats
+from support import answers, wait_until
 from judges import generate as generate_cli
 from judges import run as run_cli
 
@@ -108,9 +107,7 @@ def test_sigkill_with_64_in_flight_then_rerun_loses_nothing_and_repeats_nothing(
                 "--concurrency", "64", "--quiet"]
         proc = subprocess.Popen([sys.executable, "-m", "judges.run", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (out.exists() and out.read_bytes().count(b"\n") >= 20):
-            time.sleep(0.02)
+        wait_until(lambda: _lines(out) >= 20, 60, what="20 verdicts written")
         seen = stats(url)
         assert seen["max_in_flight"] == 64 and seen["in_flight"] > 32  # killed with the pool of requests out
         proc.send_signal(signal.SIGKILL)
@@ -144,16 +141,12 @@ def _serve(port: int) -> subprocess.Popen:
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
 def _wait_up(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "arena.serve died while starting"
-        try:
-            if httpx.get(url + "/models", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.3)
-    pytest.fail(f"{url} did not come up")
+    wait_until(answers(url + "/models", proc), 180, what=f"{url} to come up")
 
 
 SHORT = """{#
@@ -187,9 +180,7 @@ def test_two_replicas_one_sigkilled_mid_run_the_other_finishes_each_judgment_onc
                 "--concurrency", "2", "--quiet"]
         run = subprocess.Popen([sys.executable, "-m", "judges.run", *args], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (out.exists() and out.read_bytes().count(b"\n") >= 2):
-            time.sleep(0.05)
+        wait_until(lambda: _lines(out) >= 2, 120, what="2 verdicts written")
         procs[1].send_signal(signal.SIGKILL)
         procs[1].wait()
         stdout, stderr = run.communicate(timeout=240)
@@ -215,9 +206,7 @@ def test_sigterm_closes_the_manifest_with_status_and_wall_time(pairs_file, tmp_p
                                  f"openai:{url}#sim-judge", "--out", str(out), "--mode", "generate",
                                  "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (out.exists() and out.read_bytes().count(b"\n") >= 2):
-            time.sleep(0.02)
+        wait_until(lambda: _lines(out) >= 2, 60, what="2 verdicts written")
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 143 and "run the same command again to resume" in stderr

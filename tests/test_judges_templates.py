@@ -1,6 +1,5 @@
 """Judge templates: the registry, placeholders, user template files and their declarations."""
 
-import time
 
 import pytest
 
@@ -122,10 +121,9 @@ def test_a_template_cannot_hang_or_exhaust_its_load(tmp_path, expression):
     path = tmp_path / "bomb.jinja"
     path.write_text("{#\nverdict: \\[\\[(?P<verdict>[AB])\\]\\]\n#}\n"
                     "{{ instruction }} {{ response_a }} {{ response_b }} " + expression + "\n")
-    began = time.monotonic()
+    # Unbounded, these take hours or all the memory: the error itself is the proof of the bound.
     with pytest.raises(TemplateError, match="bomb.jinja.*too large"):
         get_template(str(path))
-    assert time.monotonic() - began < 5
 
 
 def test_a_template_that_renders_too_long_or_is_too_big_is_refused(tmp_path):

@@ -213,48 +213,4 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
     assert err.splitlines()[-1] == "python -m analysis.report: interrupted"
     assert "Traceback" not in err
     with pytest.raises(ProcessLookupError):
-        os.killpg(proc.pid, 0)  # no worker or painter outlived the report
-
-
-def test_no_process_is_forked_while_modules_are_being_imported(tmp_path):
-    """The CLI imports the analysis in a thread while it reads; a process forked while that
-    thread held a module's import lock would wait for it forever (a report that hung in CI).
-    Every fork the report makes is watched: none may happen while the importer runs."""
-    from analysis.report.cli import IMPORTER
-    from analysis.workers import available_cpus
-    from pairlab.records import write_records
-    from report_sample import synthetic_records
-
-    votes = tmp_path / "votes.jsonl"
-    write_records(votes, synthetic_records(300, seed=2))
-    watch = (
-        "import os, sys, threading\n"
-        "os.register_at_fork(before=lambda: print('fork with', sorted(t.name for t in threading.enumerate()),"
-        " file=sys.stderr, flush=True))\n"
-        "from analysis.report.cli import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", watch, "--votes", str(votes), "--out", str(tmp_path / "out"),
-                           "--quiet", "--bootstrap", "50", "--rating-bootstrap", "20"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # a hang fails, later
-    assert proc.returncode == 0, proc.stderr
-    forks = [line for line in proc.stderr.splitlines() if line.startswith("fork with")]
-    if available_cpus() > 1:
-        assert forks, "the painters were not forked: nothing was watched"
-    assert not [f for f in forks if IMPORTER in f], forks
-
-
-def test_numpy_f2py_is_loaded_only_when_used():
-    """The start-up leaves out numpy's Fortran wrapper generator (scipy.stats touches it, the
-    report never uses it), and it still works when asked for."""
-    check = (
-        "import sys, types\n"
-        "from analysis.report.cli import _ANALYSIS, _import\n"
-        "_import(*_ANALYSIS)\n"
-        "assert 'scipy.stats' in sys.modules\n"
-        "assert type(sys.modules['numpy.f2py']) is not types.ModuleType, 'f2py was loaded'\n"
-        "import numpy.f2py\n"
-        "assert callable(numpy.f2py.run_main) and type(sys.modules['numpy.f2py']) is types.ModuleType\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+        os.killpg(proc.pid, 0)  # no worker outlived the report

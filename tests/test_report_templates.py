@@ -1,4 +1,4 @@
-"""analysis.report.render's templates: compiled once, kept in jinja2's bytecode cache."""
+"""analysis.report.render's templates: written where asked, nowhere else."""
 
 from __future__ import annotations
 
@@ -14,31 +14,20 @@ def report():
     return build_report([Record(**r) for r in synthetic_records(60, seed=5)], n_boot=20, rating_bootstrap=10, seed=0)
 
 
-def test_compiled_templates_cached_or_not_write_the_same_report(report, tmp_path, monkeypatch):
-    """report.md and report.html are the same whether the templates come compiled from
-    jinja2's cache (every report after the first) or are compiled afresh, and a cache that
-    cannot be written costs nothing but time."""
-    import jinja2
+def test_writing_a_report_writes_nothing_but_the_report(report, tmp_path, monkeypatch):
+    """A notebook that writes a report leaves no files behind outside the folder it named
+    (no cache of compiled templates in the temp directory), and writing twice gives the
+    same bytes."""
+    import tempfile
 
     from analysis.report import render
 
-    def written(name):
-        render._env.cache_clear()
-        paths = render.write_report(report, tmp_path / name)
-        return paths["md"].read_bytes(), paths["html"].read_bytes()
-
-    cached = written("cached")  # compiled now, or loaded from a cache of earlier runs
-    assert render._env().bytecode_cache is not None
-    monkeypatch.setattr(jinja2.FileSystemBytecodeCache, "__init__", lambda self: (_ for _ in ()).throw(
-        RuntimeError("Cannot determine safe temp directory")))
-    assert written("fresh") == cached
-    assert render._env().bytecode_cache is None
-    monkeypatch.undo()
-
-    def full_disk(*args, **kwargs):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr("tempfile.NamedTemporaryFile", full_disk)
-    monkeypatch.setattr(jinja2.FileSystemBytecodeCache, "load_bytecode", lambda self, bucket: None)
-    assert written("unwritable") == cached
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     render._env.cache_clear()
+    first = render.write_report(report, tmp_path / "first")
+    second = render.write_report(report, tmp_path / "second")
+    assert list(temp.iterdir()) == []
+    for kind in ("json", "md", "html"):
+        assert first[kind].read_bytes() == second[kind].read_bytes()

@@ -10,6 +10,7 @@ import threading
 import time
 
 import httpx
+from support import wait_until
 
 VOTERS, VOTES, KILL_AFTER = 50, 1000, 300
 
@@ -101,10 +102,8 @@ def vote_through_a_sigkill(servers: list, victim, timeout_s: float = 300) -> tup
     try:
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + timeout_s
-        while len(ledger.acked) < KILL_AFTER and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(ledger.acked) >= KILL_AFTER, f"load too slow: {len(ledger.acked)} votes; {ledger.errors[:3]}"
+        wait_until(lambda: len(ledger.acked) >= KILL_AFTER, timeout_s, interval=0.01,
+                   what=f"{KILL_AFTER} acknowledged votes (errors so far: {ledger.errors[:3]})")
         victim.kill()
         with ledger.lock:
             acked_before_kill = set(ledger.acked)

@@ -26,7 +26,7 @@ import math
 
 from pairlab.records import Record
 
-from .build import comparison
+from .comparison import comparison
 
 NAME = "alpaca-eval"
 SUMMARY = "AlpacaEval annotations.json (instruction, output_1, output_2, generator_1/2, annotator, preference)"

@@ -29,7 +29,7 @@ import json
 
 from pairlab.records import HUMAN, Record
 
-from .build import comparison
+from .comparison import comparison
 
 NAME = "chatbot-arena"
 SUMMARY = ("Chatbot Arena / FastChat votes (model_a, model_b, winner or winner_model_a/_b/_tie, "

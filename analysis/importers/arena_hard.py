@@ -21,7 +21,7 @@ import re
 
 from pairlab.records import Record
 
-from .build import comparison
+from .comparison import comparison
 
 NAME = "arena-hard"
 SUMMARY = "Arena-Hard-Auto model_judgment/<judge>/<model>.jsonl (question_id or uid, model, judge, games)"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pairlab.records import HUMAN, Pair, Record, RecordError, make_pair_id
 
-from .build import family
+from .comparison import family
 from .issues import ImportIssue
 
 NAME = "pandalm"

@@ -8,17 +8,16 @@ rater. :func:`build_report` does the analysis and returns data; the writers rend
 
 import importlib
 
-# Each name is imported from its module on first use: ``python -m analysis.report`` starts
-# its figure process and its reading before the analysis' imports (a second and a half),
-# so they overlap (analysis.report.cli).
+# Each name is imported from its module on first use, so that ``import analysis.report``
+# (and ``--help``) does not import pandas, scipy and matplotlib.
 _HOMES = {
-    "BiasReport": "build",
-    "RaterReport": "build",
-    "Ratings": "build",
-    "build_report": "build",
+    "BiasReport": "estimates",
+    "RaterReport": "estimates",
+    "Ratings": "estimates",
+    "build_report": "estimates",
     "figures": "figures",
     "main": "cli",
-    "rating_frames": "build",
+    "rating_frames": "estimates",
     "render_html": "render",
     "render_markdown": "render",
     "report_json": "serialise",

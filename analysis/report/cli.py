@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import importlib
-import importlib.util
 import sys
-import threading
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
-from analysis.workers import PARALLEL_ROWS, available_cpus
-
-# The modules of the analysis and the writers (pandas, scipy.stats, statsmodels: about a
-# second and a half), imported by a thread while the records are read (Arrow parses them
-# without holding the GIL). Light on purpose until then, like analysis.report's __init__.
-_ANALYSIS = ("analysis.report.build", "analysis.report.render", "analysis.report.painters",
-             "statsmodels.discrete.discrete_model")
-
-IMPORTER = "analysis-import"  # the thread's name
+from analysis.workers import PARALLEL_ROWS
 
 __all__ = ["main"]
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -83,42 +71,6 @@ def _bytes_bar(total: int):
     return tqdm(total=total, desc="reading", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, delay=0.5)
 
 
-def _import(*modules: str) -> None:
-    _defer_f2py()
-    for name in modules:
-        importlib.import_module(name)
-
-
-def _defer_f2py() -> None:
-    """numpy.f2py as a module loaded on first use (importlib's LazyLoader). scipy.stats,
-    through its copy of array_api_compat, reads every attribute of numpy, which imports
-    numpy's Fortran wrapper generator: 0.05 s of the start-up, for a module never used."""
-    import numpy
-
-    if "numpy.f2py" in sys.modules:
-        return
-    spec = importlib.util.find_spec("numpy.f2py")
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["numpy.f2py"] = module
-    spec.loader.exec_module(module)
-    numpy.f2py = module  # as an import sets it, so numpy's own __getattr__ is not asked
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """The cyclic collector off while the modules are imported (each collection walked a heap
-    that only grows: imports leave no garbage to speak of), then what they made frozen: out
-    of the young generations' collections (0.07 s during the analysis). The forks' own
-    freeze and unfreeze leave it in the oldest generation, where collections are rare."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -134,47 +86,35 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    with _collector_paused():
-        importer = threading.Thread(target=_import, args=_ANALYSIS, name=IMPORTER, daemon=True)
-        importer.start()
-        from analysis.importers.columnar import read_table
+    from analysis.importers.columnar import read_table
+    from analysis.judging.annotator import read_run_timings
+    from analysis.report.estimates import build_report
+    from analysis.report.render import write_report
 
-        try:
-            table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
-                                        progress=None if args.quiet else _bytes_bar)
-        except (RecordError, OSError) as exc:
-            fail(str(exc))
-        if not len(table):
-            # Say why where an import said it (a file of pairs still to be judged, every row skipped).
-            why = f" ({skipped[0]})" if skipped else ""
-            fail("no records found in " + ", ".join(args.votes) + why)
-        issues = [str(i) for i in skipped]
-        for issue in issues:
-            print(f"note: {issue}", file=sys.stderr)
-        progress = None if args.quiet else _progress_bar
-        from analysis.judging.annotator import read_run_timings
-        from analysis.report.build import build_report
-        from analysis.report.painters import Painters
-        from analysis.report.render import write_report
-
-        timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
-        for note in timing_notes:
-            print(f"note: {note}", file=sys.stderr)
-        # Done importing before any fork: a module the importer is halfway through would stay
-        # locked, in the forked process, by a thread that is not there (a painter importing it
-        # hung the report for good).
-        importer.join()
-    # The figures are drawn by painter processes, forked now that the analysis' modules are
-    # imported (forked earlier, they would import them again, on the cores the analysis needs).
-    with Painters(min(args.workers or available_cpus(), available_cpus())) as painters:
-        try:
-            report = build_report(
-                table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-                seed=args.seed, issues=issues, sources=[str(v) for v in args.votes], progress=progress,
-                panel=not args.no_panel, timings=timings, workers=args.workers,
-            )
-        except ValueError as exc:
-            fail(str(exc))
-        paths = write_report(report, args.out, draw=painters.draw)
+    try:
+        table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
+                                    progress=None if args.quiet else _bytes_bar)
+    except (RecordError, OSError) as exc:
+        fail(str(exc))
+    if not len(table):
+        # Say why where an import said it (a file of pairs still to be judged, every row skipped).
+        why = f" ({skipped[0]})" if skipped else ""
+        fail("no records found in " + ", ".join(args.votes) + why)
+    issues = [str(i) for i in skipped]
+    for issue in issues:
+        print(f"note: {issue}", file=sys.stderr)
+    timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
+    for note in timing_notes:
+        print(f"note: {note}", file=sys.stderr)
+    try:
+        report = build_report(
+            table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+            seed=args.seed, issues=issues, sources=[str(v) for v in args.votes],
+            progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
+            workers=args.workers,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    paths = write_report(report, args.out)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -18,12 +18,12 @@ import math
 
 import numpy as np
 
-from analysis.report.build import BiasReport
+from analysis.report.estimates import BiasReport
 from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
-from analysis.report.worth import worth_figure
+from analysis.report.worth_section import worth_figure
 
 __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
 
@@ -268,9 +268,7 @@ def ratings_figure(report: BiasReport):
     return fig
 
 
-# Slowest to draw first (measured at 100k records: leaderboards 0.17 s, position and length
-# 0.13, families 0.11, ratings 0.10, worth 0.07), so that processes drawing them side by side
-# finish together (analysis.report.painters).
+# The order of the figures in report.html.
 FIGURES = {
     "leaderboards": leaderboard_figure, "position": position_figure, "length": length_figure,
     "families": families_figure, "ratings": ratings_figure, "worth": lambda report: worth_figure(report.worth),

@@ -6,7 +6,7 @@ import textwrap
 
 import numpy as np
 
-from analysis.report.build import BiasReport
+from analysis.report.estimates import BiasReport
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE_PAD, X_TICKS, color as _color, few_ticks, new_figure,
                                       place, set_title, text_height, text_width, tick_width)
 

@@ -10,17 +10,16 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 
-from analysis.report.build import BiasReport, Ratings
+from analysis.report.estimates import BiasReport, Ratings
 from analysis.report.figures import figures, swapped_seen
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
-from analysis.report.judging import judging_context
+from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.summary import SummaryBlock, summary_blocks
-from analysis.report.worth import worth_context
+from analysis.report.worth_section import worth_context
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
@@ -184,28 +183,8 @@ def _env():
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
-        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        trim_blocks=True, lstrip_blocks=True,
     )
-
-
-def _bytecode_cache():
-    """jinja2's cache of compiled templates in this user's folder of the temp directory: from
-    the second report on, the templates are loaded compiled (compiling them took 0.1 s of
-    every report). Keyed by each template's source, so an edited template is compiled anew.
-    None (compile every time) where no such folder can be made."""
-    import jinja2
-
-    class Cache(jinja2.FileSystemBytecodeCache):
-        def dump_bytecode(self, bucket) -> None:
-            try:
-                super().dump_bytecode(bucket)
-            except OSError:  # a full or read-only disk: compiled again next time
-                pass
-
-    try:
-        return Cache()
-    except (OSError, RuntimeError):  # no safe folder of this user's in the temp directory
-        return None
 
 
 def _html(context: dict, figs: dict[str, bytes]) -> str:
@@ -230,19 +209,14 @@ def render_markdown(report: BiasReport) -> str:
     return _markdown(_context(report, summary_blocks(report)))
 
 
-def write_report(report: BiasReport, out: str | Path,
-                 draw: Callable[[BiasReport], Callable[[], dict[str, bytes]]] | None = None) -> dict[str, Path]:
-    """report.json, report.md and report.html in ``out``. ``draw(report)``, if given, starts
-    drawing the figures elsewhere and returns a function that waits for them
-    (:meth:`analysis.report.painters.Painters.draw`): they are drawn there while the JSON and
-    Markdown are written here."""
+def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
+    """report.json, report.md and report.html (figures embedded) in ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    drawn = draw(report) if draw is not None else None
     summary = summary_blocks(report)
     context = _context(report, summary)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
-    paths["html"].write_text(_html(context, figures(report) if drawn is None else drawn()), encoding="utf-8")
+    paths["html"].write_text(_html(context, figures(report)), encoding="utf-8")
     return paths

@@ -8,11 +8,11 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from analysis.report.build import BiasReport
+from analysis.report.estimates import BiasReport
 from analysis.report.formatting import num as _num
-from analysis.report.judging import controlled_json, judging_json
+from analysis.report.judge_sections import controlled_json, judging_json
 from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
-from analysis.report.worth import worth_json
+from analysis.report.worth_section import worth_json
 from analysis.stats import wilson_interval
 
 __all__ = ["KAPPA_CATEGORIES", "report_json"]

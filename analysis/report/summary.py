@@ -14,7 +14,7 @@ import numpy as np
 
 from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
-from analysis.report.build import BiasReport, RaterReport
+from analysis.report.estimates import BiasReport, RaterReport
 from analysis.stats import HUMAN_RATER
 
 __all__ = ["Finding", "SummaryBlock", "strongest_bias", "summary_blocks", "summary_json"]

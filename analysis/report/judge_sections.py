@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from analysis.report.build import BiasReport, RaterReport
+from analysis.report.estimates import BiasReport, RaterReport
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, num as _num
 from analysis.bias.self_preference import SPECIFICATION
 from analysis.judging.variants import BEST_RULE, VARIANTS

@@ -1,0 +1,45 @@
+"""Waiting in tests: poll for a condition with a deadline, never sleep a fixed time.
+
+A fixed sleep is either too short on a loaded machine (the test fails) or too long on an idle
+one (the suite crawls); a poll returns as soon as the condition holds and fails, naming what
+it waited for, only when the deadline passes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.02,
+               what: str = "the condition") -> T:
+    """Call ``condition`` until it returns something true, and return that; an
+    AssertionError naming ``what`` once ``timeout`` seconds have passed. Exceptions raised
+    by ``condition`` propagate (pass a condition that catches what it expects)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}")
+        time.sleep(interval)
+
+
+def answers(url: str, proc=None) -> Callable[[], bool]:
+    """A condition for :func:`wait_until`: ``url`` answers 200. If ``proc`` (the server's
+    Popen) has ended meanwhile, fail at once instead of waiting out the deadline."""
+    import httpx
+
+    def check() -> bool:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the server for {url} ended (exit {proc.returncode}) before it answered")
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    return check
