@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pairlab.backends.base import Prompt
 
-# A base model continuing plain text runs on into the next "Question:", or repeats "Answer:"
-# lines (a habit that names it in an anonymous battle); these cut it there.
-PLAIN_STOP = ("\nQuestion:", "\n\nQuestion", "\nAnswer:")
+# A base model continuing plain text runs on into the next "Question:"; these cut it there.
+PLAIN_STOP = ("\nQuestion:", "\n\nQuestion")
 
 
 def plain_template(messages: list[dict]) -> str:
