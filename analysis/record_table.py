@@ -5,9 +5,11 @@ before any analysis starts; the report reads them as columns instead. The table 
 the record fields by name (``pair_id, prompt, model_a, model_b, response_a, response_b,
 winner, judge, judge_type, family_a, family_b, judge_family, prompt_id, category, prob_a,
 strength, tstamp, parse_error, template``) plus what the analyses read from ``meta`` or unknown
-fields: ``mode`` (``meta.mode``), ``suspect`` (``meta.suspect_verdict``), ``baseline``
-(``meta.baseline``), ``anony`` and ``identity_leak`` (the record's own field, else its
-``meta``'s; default True and False). Text columns are pandas' Arrow-backed strings.
+fields: ``mode`` and ``voter`` (``meta.mode``, ``meta.voter``), ``suspect``
+(``meta.suspect_verdict``), ``baseline`` (``meta.baseline``), ``anony``, ``identity_leak``
+and ``flagged`` (the record's own field, else its ``meta``'s; default True, False and False;
+``flagged``: vote hygiene's ``flags`` are not empty). Text columns are pandas' Arrow-backed
+strings. Which rows ratings count is :func:`pairlab.ratable.ratable_mask` of this table.
 
 Two ways in, the same table out: :func:`from_records` (any importer's records) and
 :func:`from_arrow` (a records file read column-wise by :mod:`analysis.importers.columnar`,
@@ -30,19 +32,21 @@ __all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person",
 
 TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "winner", "judge", "judge_type",
         "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
-        "baseline"]
-COLUMNS = [*TEXT, "prob_a", "strength", "tstamp", "suspect", "anony", "identity_leak"]
+        "baseline", "voter"]
+COLUMNS = [*TEXT, "prob_a", "strength", "tstamp", "suspect", "anony", "identity_leak", "flagged"]
 _REQUIRED = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "judge")
-_META = ("mode", "baseline", "suspect_verdict", "anony", "identity_leak")
+_FROM_META = ("mode", "baseline", "voter")  # text columns read from ``meta`` only
+_META = (*_FROM_META, "suspect_verdict", "anony", "identity_leak", "flags")
 # What a records file is read as: the record fields the table holds, typed, and of ``meta``
 # the keys the analyses read. Other fields are left unread (a line with fifty thousand
 # unknown keys costs nothing); a value of another type sends the file to the row reader.
+_META_TYPES = {"suspect_verdict": pa.bool_(), "anony": pa.bool_(), "identity_leak": pa.bool_(),
+               "flags": pa.list_(pa.string())}
 ARROW_SCHEMA = pa.schema(
-    [(name, pa.string()) for name in TEXT if name not in ("mode", "baseline")]
+    [(name, pa.string()) for name in TEXT if name not in _FROM_META]
     + [("prob_a", pa.float64()), ("strength", pa.int64()), ("tstamp", pa.float64()), ("anony", pa.bool_()),
-       ("identity_leak", pa.bool_()),
-       ("meta", pa.struct([(k, pa.bool_() if k in ("suspect_verdict", "anony", "identity_leak") else pa.string())
-                           for k in _META]))]
+       ("identity_leak", pa.bool_()), ("flags", pa.list_(pa.string())),
+       ("meta", pa.struct([(k, _META_TYPES.get(k, pa.string())) for k in _META]))]
 )
 
 
@@ -53,15 +57,16 @@ def _meta_value(record: Record, name: str):
 def from_records(records: Sequence[Record]) -> pd.DataFrame:
     """The table of records already built (in their order)."""
     columns: dict[str, list] = {name: [getattr(r, name) for r in records] for name in TEXT
-                                if name not in ("mode", "baseline")}
-    columns["mode"] = [_meta_value(r, "mode") for r in records]
-    columns["baseline"] = [_meta_value(r, "baseline") for r in records]
+                                if name not in _FROM_META}
+    for name in _FROM_META:
+        columns[name] = [_meta_value(r, name) for r in records]
     columns["prob_a"] = [r.prob_a for r in records]
     columns["strength"] = [r.strength for r in records]
     columns["tstamp"] = [r.tstamp for r in records]
     columns["suspect"] = [bool(_meta_value(r, "suspect_verdict")) for r in records]
     columns["anony"] = [bool(record_setting(r, "anony", True)) for r in records]
     columns["identity_leak"] = [bool(record_setting(r, "identity_leak", False)) for r in records]
+    columns["flagged"] = [bool(record_setting(r, "flags", False)) for r in records]
     return _typed(pd.DataFrame(columns, columns=COLUMNS))
 
 
@@ -78,7 +83,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
                                      na_action="ignore").astype("str")
     for name in ("prob_a", "strength", "tstamp"):
         frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
-    for name in ("suspect", "anony", "identity_leak"):
+    for name in ("suspect", "anony", "identity_leak", "flagged"):
         frame[name] = frame[name].astype(bool)
     return frame
 
@@ -174,6 +179,9 @@ def _truthy(values: pa.ChunkedArray | None, n: int, default: bool) -> np.ndarray
         return pc.fill_null(pc.greater(pc.utf8_length(values), 0), default).to_numpy(zero_copy_only=False).astype(bool)
     if pa.types.is_null(values.type):
         return np.full(n, default)
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        return pc.fill_null(pc.greater(pc.list_value_length(values), 0), default).to_numpy(
+            zero_copy_only=False).astype(bool)
     raise _problem(f"a flag of type {values.type} (expected true/false)")
 
 
@@ -203,19 +211,23 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
     one record. A breach raises :class:`RecordError` without a line: the caller reads the file
     again row by row to say which line (:mod:`analysis.importers.columnar`)."""
     names = set(table.column_names)
+    try:  # Arrow keeps text that is not UTF-8 as it came (Parquet's, or JSON's); a record may not hold it
+        table.validate(full=True)
+    except pa.ArrowInvalid:
+        raise _problem("invalid UTF-8 (bytes that do not decode)") from None
     for name in _REQUIRED:
         if name not in names or table[name].null_count:
             raise _problem(f"missing required field {name!r}")
     if "meta" in names and not (pa.types.is_struct(table["meta"].type) or pa.types.is_null(table["meta"].type)):
         raise _problem("meta must be an object")
     columns = {name: _text(table, name) for name in TEXT
-               if name in names and name not in ("mode", "baseline", "response_a", "response_b")}
+               if name in names and name not in (*_FROM_META, "response_a", "response_b")}
     for name in ("response_a", "response_b"):
         if not (pa.types.is_string(table[name].type) or pa.types.is_large_string(table[name].type)):
             raise _problem(f"field {name!r} must be a string, got {table[name].type}")
     columns["response_a"], columns["response_b"] = shared_texts(table["response_a"], table["response_b"])
     for name in TEXT:
-        if name not in columns and name not in ("mode", "baseline"):
+        if name not in columns and name not in _FROM_META:
             columns[name] = _text(table, name, pa.chunked_array([pa.nulls(table.num_rows, pa.string())]))
     n = table.num_rows
     frame = pd.DataFrame(columns)
@@ -233,8 +245,8 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
         frame["judge_type"] = frame["judge_type"].where(~unknown, named)
     if not frame["judge_type"].isin(["human", "llm"]).all():
         raise _problem("judge_type must be 'human' or 'llm'")
-    frame["mode"] = _text(table, "mode", _child(table, "mode"))
-    frame["baseline"] = _text(table, "baseline", _child(table, "baseline"))
+    for name in _FROM_META:
+        frame[name] = _text(table, name, _child(table, name))
     frame["prob_a"] = _numbers(table, "prob_a")
     if ((frame["prob_a"] < 0) | (frame["prob_a"] > 1) | np.isnan(frame["prob_a"]) & _valid(table, "prob_a")).any():
         raise _problem("prob_a must be a number in [0, 1]")
@@ -245,6 +257,7 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
     frame["suspect"] = _truthy(_child(table, "suspect_verdict"), n, False)
     frame["anony"] = _flag_column(table, "anony", True)
     frame["identity_leak"] = _flag_column(table, "identity_leak", False)
+    frame["flagged"] = _flag_column(table, "flags", False)
     return _typed(frame[COLUMNS].copy())
 
 

@@ -135,6 +135,7 @@ class Battle:
     prompt_id: str | None = None
     category: str | None = None
     source: str | None = None  # the PAIRS file a prompt-set battle came from
+    inclusion_prob: float | None = None  # a campaign's pair: the probability the planner drew it with
     leaks: dict = field(default_factory=lambda: {"a": [], "b": [], "prompt": []})  # names found, by where
     tab: str = ""  # the page of the session it was served to (sessions.Voter.tab)
 
@@ -168,6 +169,22 @@ class Battle:
         return cls(**data)
 
 
+def campaign_pairs(pairs: list[Pair], picks_path: Path) -> tuple[list[Pair], dict[str, float]]:
+    """The pairs a labelling campaign serves (those the planner picked) and their inclusion
+    probabilities. A pick naming a pair the pairs file lacks raises ``ValueError`` naming how many:
+    people could not vote on it, and the design would silently differ from the plan."""
+    from analysis.plan import read_picks  # the picks' one reader
+
+    picks = read_picks(str(picks_path))
+    inclusion = dict(zip(picks["pair_id"], picks["inclusion_prob"]))
+    served = [p for p in pairs if p.pair_id in inclusion]
+    missing = len(inclusion) - len({p.pair_id for p in served})
+    if missing:
+        raise ValueError(f"{picks_path}: {missing} picks name pairs that the pairs file does not hold "
+                         "(plan from the verdicts on these pairs)")
+    return served, inclusion
+
+
 def build_record(payload: Mapping, winner: str, tstamp: float) -> Record:
     """The record of a vote on a stored battle (``model_a`` = the left pane)."""
     battle = Battle.from_payload(payload)
@@ -197,6 +214,8 @@ def build_record(payload: Mapping, winner: str, tstamp: float) -> Record:
         meta["identity_leak_names"] = battle.leaks
     if battle.source:
         meta["source"] = battle.source
+    if battle.inclusion_prob is not None:  # rate with analysis.ratings --ppi JUDGE --picks PICKS.jsonl
+        meta["inclusion_prob"] = battle.inclusion_prob
     return Record(
         pair_id=battle.pair_id or make_pair_id(prompt_key, last.response_a, last.response_b),
         prompt=last.prompt,
@@ -234,6 +253,9 @@ class Arena:
                                        outcomes=store.outcome_counts, rng=self.rng)
         self.prompts: list[PromptItem] = load_prompts(config.prompts) if config.prompts else []
         self.pairs: list[Pair] = read_pairs(config.pairs) if config.pairs else []
+        self.inclusion: dict[str, float] = {}  # a campaign's picks: pair_id -> inclusion probability
+        if config.picks is not None:
+            self.pairs, self.inclusion = campaign_pairs(self.pairs, config.picks)
         names = set(self.models) | {m for p in self.pairs for m in (p.model_a, p.model_b)}
         self.leaks = LeakDetector([word for n in sorted(names) for word in self._identity(n)])
         self.limits = Limits(config.rate_limit, config.address_rate_limit, config.address_new_sessions,
@@ -655,6 +677,7 @@ class Arena:
             prompt_id=pair.prompt_id,
             category=pair.category,
             source=Path(self.config.pairs).name,
+            inclusion_prob=self.inclusion.get(pair.pair_id),
         )
         self._finish(battle)
         self._remember(voter, battle)

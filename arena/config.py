@@ -1,7 +1,9 @@
 """The arena's settings: which models fight, how pairs are drawn, limits, where votes go.
 
-Read from a TOML file (``data/arena.toml`` by default). Relative paths in the file are
-resolved against the file's own folder, so a config and its prompt set travel together.
+Read from a TOML file (the shipped ``data/arena.toml`` by default). Relative paths in the file
+are resolved against the file's own folder, so a config and its prompt set travel together.
+Votes go to ``arena.db`` in the working directory unless the config or ``--db`` says
+otherwise: never beside the shipped config, which may lie in an installed package.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pairlab.backends.base import GenerationParams
+from pairlab.resources import data_dir, data_file
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = ROOT / "data" / "arena.toml"
+DEFAULT_CONFIG = data_file("arena.toml")
+DEFAULT_DB = "arena.db"  # in the working directory
 SAMPLERS = ("uniform", "weighted", "active")
 REVEALS = ("common_pace", "when_done")
 
@@ -23,7 +26,7 @@ REVEALS = ("common_pace", "when_done")
 class ArenaConfig:
     models: tuple[str, ...] = ()
     model_config: Path | None = None  # models.toml; None: pairlab's default
-    db: str = f"sqlite:///{ROOT / 'data' / 'arena.db'}"
+    db: str = field(default_factory=lambda: db_url(DEFAULT_DB))
     sampling: str = "uniform"
     weights: dict[str, float] = field(default_factory=dict)
     max_turns: int = 3
@@ -31,6 +34,9 @@ class ArenaConfig:
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_new_tokens=192))
     prompts: Path | None = None  # curated prompts for "draw a prompt"
     pairs: Path | None = None  # PAIRS.jsonl with pre-generated answers (prompt-set mode)
+    # A labelling campaign: the planner's PICKS.jsonl (python -m analysis.plan); prompt-set
+    # mode then serves only those pairs and records each vote's inclusion probability.
+    picks: Path | None = None
     rate_limit: int = 30  # actions (send, regenerate, vote) per session ...
     rate_window_s: float = 60.0  # ... in this many seconds (every limit below uses this window)
     address_rate_limit: int = 120  # actions per client address, all its sessions together
@@ -70,20 +76,23 @@ class ArenaConfig:
             raise ValueError(f"{', '.join(positive)} must be positive")
         if self.reveal not in REVEALS:
             raise ValueError(f"reveal must be one of {', '.join(REVEALS)}, got {self.reveal!r}")
-        if self.prompt_set_rated and self.pairs is not None and ROOT in Path(self.pairs).resolve().parents:
+        if self.picks is not None and self.pairs is None:
+            raise ValueError(f"picks = {self.picks} needs pairs: the campaign serves the picked pairs of a pairs file")
+        if self.prompt_set_rated and self.pairs is not None and data_dir().resolve() in Path(self.pairs).resolve().parents:
             raise ValueError(
                 f"prompt_set_rated = true is for closed panels with private pairs, but {self.pairs} ships with "
-                "the repository, where anyone can read which model wrote each answer: rate a pairs file that "
+                "pairlab, where anyone can read which model wrote each answer: rate a pairs file that "
                 "is not public, or set prompt_set_rated = false")
         if self.synchronous not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, got {self.synchronous!r}")
 
 
-def db_url(value: str, base: Path = ROOT) -> str:
-    """A SQLAlchemy URL as is; a bare path becomes a SQLite URL (relative to ``base``)."""
+def db_url(value: str, base: Path | None = None) -> str:
+    """A SQLAlchemy URL as is; a bare path becomes a SQLite URL (relative to ``base``, by
+    default the working directory)."""
     if "://" in value:
         return value
-    return f"sqlite:///{(base / value).resolve()}"
+    return f"sqlite:///{((base or Path.cwd()) / value).resolve()}"
 
 
 def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConfig:
@@ -100,7 +109,7 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
     config = ArenaConfig(
         models=tuple(raw.get("models", ())),
         model_config=local("model_config"),
-        db=db_url(raw["db"], base) if raw.get("db") else ArenaConfig.db,
+        db=db_url(raw["db"], base) if raw.get("db") else db_url(DEFAULT_DB),
         sampling=raw.get("sampling", "uniform"),
         weights={k: float(v) for k, v in raw.get("weights", {}).items()},
         max_turns=int(raw.get("max_turns", 3)),
@@ -112,6 +121,7 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         ),
         prompts=local("prompts"),
         pairs=local("pairs"),
+        picks=local("picks"),
         rate_limit=int(limit.get("actions", 30)),
         rate_window_s=float(limit.get("per_seconds", 60.0)),
         address_rate_limit=int(limit.get("per_address", ArenaConfig.address_rate_limit)),

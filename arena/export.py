@@ -33,6 +33,9 @@ def to_fastchat(record: Record) -> dict:
         "pair_id": record.pair_id,
         "identity_leak": record.meta.get("identity_leak", False),
         "flags": record.meta.get("flags", []),
+        # What the vote rule (pairlab.ratable) reads besides the flags: a file read back counts what the arena does.
+        "mode": record.meta.get("mode"),
+        "voter": record.meta.get("voter"),
     }
 
 
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arena.export", description=(
         "Export the arena's stored votes for analysis: every vote as a JSONL record (flags kept in meta, "
         "so analysis can filter), or as FastChat battles."),
-        epilog="Example: python -m arena.export --db data/arena.db --out votes.jsonl, then "
+        epilog="Example: python -m arena.export --db arena.db --out votes.jsonl, then "
                "python -m analysis.ratings --votes votes.jsonl")
     parser.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file of the vote store")
     parser.add_argument("--out", required=True, type=Path, help="file to write")

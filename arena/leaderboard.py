@@ -23,7 +23,6 @@ views (:mod:`arena.categories`). The rating math is ``analysis.ratings``'.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
@@ -32,10 +31,6 @@ import pandas as pd
 
 from arena.categories import CATEGORIES, in_category, language_name
 from pairlab.records import Record
-
-# Ridge on log-strengths when the MLE does not exist: l2/2 |theta|^2 is a N(0, 1/l2) prior.
-PRIOR_L2 = 1.0
-PRIOR_SD_ELO = 400 / math.log(10) / math.sqrt(PRIOR_L2)  # the prior's SD on the Elo scale
 NEEDS_MORE = "Needs more votes: ratings need rated votes between at least two models."
 RATING_COLUMNS = ["rank (UB)", "model", "rating", "lower", "upper", "votes"]
 COUNT_COLUMNS = ["model", "votes", "wins", "ties", "losses"]
@@ -114,6 +109,8 @@ def ratings(records: list[Record], bootstrap: int = 200, seed: int = 0) -> tuple
     """(table, method, note): the MLE with CIs, a labelled regularised estimate, or nothing."""
     from analysis.frames import records_to_frame
     from analysis.ratings import aggregate, mle_exists, rate
+    from analysis.ratings.bt import PRIOR_L2, PRIOR_SD_ELO  # the prior analysis.ratings uses too
+    from analysis.ratings.table import MIN_UNITS, withhold_thin
 
     if len({m for r in records for m in (r.model_a, r.model_b)}) < 2:
         return pd.DataFrame(columns=RATING_COLUMNS), "none", NEEDS_MORE
@@ -137,13 +134,16 @@ def ratings(records: list[Record], bootstrap: int = 200, seed: int = 0) -> tuple
                   "1957), so the ratings are shrunk towards 1000 by a Gaussian prior (SD "
                   f"{PRIOR_SD_ELO:.0f} Elo points on each model's strength), with {result.interval} "
                   "intervals under that prior.")
-    table = result.table.rename(columns={"rank": "rank (UB)", "n": "votes"})
-    table = table[RATING_COLUMNS].round(1)
-    flat = table["upper"] - table["lower"] < 0.05  # zero width once rounded
-    if flat.any():
-        table.loc[flat, ["lower", "upper"]] = np.nan
+    units = frame["pair_id"].nunique() if frame["pair_id"].notna().all() else len(frame)
+    if units < MIN_UNITS:
+        note += (f" No ranges or ranks yet: they need votes on at least {MIN_UNITS} different pairs of answers "
+                 f"({units} so far); from fewer, no range says honestly how sure a rating is.")
+    elif (result.table["upper"] - result.table["lower"] < 0.05).any():
         note += (" No range is shown where it would have zero width: with so few votes every resample is "
                  "the same, which says nothing about how sure the rating is.")
+    result = withhold_thin(result, units)
+    table = result.table.rename(columns={"rank": "rank (UB)", "n": "votes"})
+    table = table[RATING_COLUMNS].round(1)
     if method == "mle":
         table["style-controlled"] = _style_controlled(frame).reindex(table["model"]).round(1).to_numpy()
     return table, method, f"{note}\n\n{_details(detail)}"

@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per batch (default: %(default)s)")
     parser.add_argument("--skip-bad", action="store_true", help="skip malformed prompt rows instead of stopping")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="transformers models on CPU: torch threads (default: the CPUs the 1-minute load "
+                        "average leaves free, at least 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 
@@ -133,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--batch-size and --max-new-tokens must be at least 1")
 
     from pairlab.backends.base import BackendError
+    from pairlab.backends.hf import torch_gpu, use_free_cpus
     from pairlab.models import get_model
 
     try:
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = specs[name]
         try:
             kwargs = {"batch_size": args.batch_size} if spec.backend == "transformers" else {}
+            if spec.backend == "transformers" and not torch_gpu():
+                use_free_cpus(args.threads)
             model = get_model(name, **kwargs)
         except BackendError as exc:
             return error(f"cannot load {name!r}: {exc}")

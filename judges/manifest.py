@@ -12,10 +12,11 @@ import os
 import platform
 import subprocess
 import tempfile
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 
-__all__ = ["MANIFEST_VERSION", "library_versions", "manifest_path", "sha256_file", "write_manifest"]
+__all__ = ["MANIFEST_VERSION", "library_versions", "machine", "manifest_path", "reproducibility_facts", "sha256_file",
+           "write_manifest"]
 
 MANIFEST_VERSION = 1
 _LIBRARIES = ("torch", "transformers", "vllm", "jinja2", "pairlab")
@@ -38,14 +39,53 @@ def library_versions() -> dict:
     return versions
 
 
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parent.parent
+# The vector extensions CPU kernels pick their code paths by: the same greedy judge gave other text
+# on AVX-512 kernels than on AVX2 ones.
+_VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                 "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve")
+
+
+def machine() -> dict:
+    """The CPU model and its vector extensions (Linux: /proc/cpuinfo), read without importing torch."""
+    fields: dict[str, str] = {}
     try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10, check=False)
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())  # the first CPU's: all cores are alike here
+    except OSError:
+        pass
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    return {"cpu": fields.get("model name") or platform.processor() or None, "vector_extensions": [f for f in _VECTOR_FLAGS if f in flags], "cpus": os.cpu_count(),
+            "machine": platform.machine(), "system": platform.system()}
+
+
+def reproducibility_facts(manifest: dict) -> dict:
+    """What a manifest records of the known causes of non-reproducible judgments: hardware,
+    inference library, batch size and loading precision (plus threads and the judge's weights)."""
+    judge, hw, versions = manifest.get("judge") or {}, manifest.get("machine") or {}, manifest.get("versions") or {}
+    return {
+        "cpu": hw.get("cpu"), "vector_extensions": hw.get("vector_extensions"), "gpu": judge.get("gpu"),
+        "torch_threads": judge.get("torch_threads"), "device": judge.get("device"), "dtype": judge.get("dtype"),
+        "backend": manifest.get("backend"), "batch_size": (manifest.get("settings") or {}).get("batch_size"),
+        "weights_sha256": judge.get("weights_sha256"), "torch": versions.get("torch"),
+        "transformers": versions.get("transformers"), "vllm": versions.get("vllm"),
+    }
+
+
+def _git_commit() -> str | None:
+    """The commit of the checkout this code runs from; None when it runs installed (a
+    site-packages inside some other repository must not lend that repository's commit)."""
+    package = Path(os.fspath(resources.files("judges"))).resolve()
+    try:
+        done = subprocess.run(["git", "-C", str(package), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() / "judges" != package:
+        return None
+    return lines[1]
 
 
 def sha256_file(path: str | os.PathLike) -> str:

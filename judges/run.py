@@ -25,6 +25,7 @@ says so, and the same command resumes).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -34,8 +35,9 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pairlab.records import RecordError, read_pairs
-from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
+from pairlab.records import RecordError, read_pairs, read_records, write_records
+from judges.averaged import order_averaged, pairs_path
+from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
 from judges.runner import MODES, JudgeConfig, judge_pairs
 from judges.store import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
@@ -52,11 +54,11 @@ class Interrupted(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", required=True, help="PAIRS.jsonl: pair_id, prompt, model_a, model_b, "
+    parser.add_argument("--pairs", help="PAIRS.jsonl: pair_id, prompt, model_a, model_b, "
                         "response_a, response_b (+ reference, family_a, family_b, prompt_id, category)")
-    parser.add_argument("--judge", required=True, help="judge model: a configured id (smollm2-135m-instruct), "
+    parser.add_argument("--judge", help="judge model: a configured id (smollm2-135m-instruct), "
                         "hf:DIR, gguf:FILE, openai:URL#NAME (replicas: openai:URL1,URL2#NAME) or vllm:NAME")
-    parser.add_argument("--out", required=True, help="records JSONL to append to (created if missing)")
+    parser.add_argument("--out", help="records JSONL to append to (created if missing)")
     parser.add_argument("--template", default="prometheus-relative",
                         help=f"{' | '.join(BUILTIN)} | FILE: a jinja2 template whose leading "
                         "{# verdict: REGEX #} comment declares its verdict (default: %(default)s)")
@@ -68,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="judge one order per pair, picked at random (seeded) instead of both")
     parser.add_argument("--backend", choices=BACKENDS, help="override the backend the judge's name implies")
     parser.add_argument("--batch-size", type=int,
-                        help="local judges: judge prompts per batch (default: 8 for transformers; 1024 for "
-                        "vllm, whose scheduler batches best when handed many prompts at once)")
+                        help="local judges: judge prompts per batch (default: 8 for transformers, 1 in generate mode "
+                        "without a GPU, so progress shows per judgment; 1024 for vllm, whose scheduler batches best "
+                        "when handed many prompts at once)")
     parser.add_argument("--concurrency", type=int,
                         help=f"server judges (openai:): requests in flight, refilled as each returns (default: "
                         f"{DEFAULT_CONCURRENCY}). Pick about the server's batch capacity times its replicas: "
@@ -88,16 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "before its verdict is read")
     parser.add_argument("--limit", type=int, help="judge only the first N pairs")
     parser.add_argument("--seed", type=int, default=0, help="seed for order choice and sampling (default: 0)")
-    parser.add_argument("--retries", type=int, default=2,
+    parser.add_argument("--retries", type=int,
                         help="generate mode: re-ask a judge whose output has no verdict up to N times, "
-                        "sampling with a new seed each time (default: %(default)s)")
+                        "sampling with a new seed each time (default: 0, as the verdict slot reads a verdict "
+                        "anyway; 2 with --no-forced-verdict)")
     parser.add_argument("--no-forced-verdict", action="store_true",
                         help="generate mode: keep a judgment whose text holds no verdict (after retries) as a "
                         "parse failure; by default its verdict is read at the verdict slot after the judge's "
                         "own text, restricted to the verdict labels, and the record says "
                         "meta.verdict_source = forced-slot")
-    parser.add_argument("--max-new-tokens", type=int, default=256,
-                        help="generate mode: length cap of a judgment (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=int,
+                        help="generate mode: length cap of a judgment (default: 256; 128 for a transformers judge "
+                        "without a GPU, where the embedded judges' texts ran to the cap and their verdicts came "
+                        "from the verdict slot all the same)")
     parser.add_argument("--temperature", type=float, default=0.0,
                         help="generate mode: first attempt's temperature, 0 = greedy (default: %(default)s)")
     parser.add_argument("--retry-temperature", type=float, default=1.0,
@@ -106,8 +112,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="logprob mode: call it a tie when |prob_a - 0.5| <= W (default: %(default)s)")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip malformed PAIRS lines (listed in a summary) instead of stopping at the first")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="transformers judge on CPU: torch threads (default: the CPUs the 1-minute load average "
+                        "leaves free, at least 1: on a busy machine two threads fighting for one core ran a "
+                        "generation nine times slower than one thread)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    check = parser.add_argument_group("reproduce a finished run (instead of --pairs, --judge, --out)")
+    check.add_argument("--reproduce", metavar="MANIFEST",
+                       help="rerun a random sample of the run's batches (each whole) with the settings its "
+                       "OUT.manifest.json records, and report identical verdicts, the drift of prob_a and which "
+                       "recorded facts (CPU and vector extensions or GPU, torch threads, dtype, batch size, backend, "
+                       "library versions) differ here. Exit 0 when every verdict is identical, 1 otherwise")
+    check.add_argument("--sample", type=int, default=20, metavar="N",
+                       help="--reproduce: judgments to rerun, at least (whole batches; default: %(default)s)")
     return parser
+
+
+def _gpu() -> bool:
+    from pairlab.backends.hf import torch_gpu  # imports torch, as the transformers judge will anyway
+
+    return torch_gpu()
 
 
 def _log(msg: str) -> None:
@@ -149,7 +173,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.command = ["python", "-m", "judges.run", *(sys.argv[1:] if argv is None else argv)]
+    if args.reproduce:
+        return _reproduce(args)
+    missing = [flag for flag in ("--pairs", "--judge", "--out") if getattr(args, flag[2:]) is None]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)} (or --reproduce MANIFEST)")
+    backend, config = _settings(parser, args)
+    try:
+        pairs, inputs = _load_pairs(args)
+    except (RecordError, OSError) as exc:
+        return _error(str(exc))
+    if not pairs:
+        return _error(f"no pairs in {args.pairs}")
+    if Path(args.out).is_dir():
+        return _error(f"--out {args.out} is a folder; name the records file to write, e.g. "
+                      f"{Path(args.out) / 'verdicts.jsonl'}")
 
+    def terminate(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with RunFiles(args.out, log=_log) as files:
+            return _judge(args, backend, config, pairs, inputs, files)
+    except (OutputLocked, RecordError, TemplateError) as exc:  # a render past its bounds, too
+        return _error(str(exc))
+    except (KeyboardInterrupt, Interrupted) as exc:
+        _log(f"interrupted; {args.out} holds every record finished so far: run the same command again to resume")
+        return 143 if isinstance(exc, Interrupted) else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
+    """The backend and the run's settings from the options (usage errors exit 2)."""
     from pairlab.backends.base import BackendError
     from pairlab.models import resolve
 
@@ -170,6 +227,16 @@ def main(argv: list[str] | None = None) -> int:
             if given:
                 parser.error(f"{flag} is for server judges (openai:URL#NAME); {args.judge!r} runs on {backend}")
     batch_size = args.batch_size or DEFAULT_BATCH.get(backend, 8)
+    if args.batch_size is None and backend == "transformers" and args.mode == "generate" and not _gpu():
+        # On CPU a batch of long generations barely beats one at a time, and the bar would stand
+        # still for a whole batch: one judgment at a time shows progress (and an ETA) per judgment.
+        batch_size = 1
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 128 if backend == "transformers" and args.mode == "generate" and not _gpu() else 256
+    if args.retries is None:
+        # With the verdict slot on, a judge whose text held no verdict still gets one there; sampled
+        # retries rarely help a small judge and took three times as long. Without it, retry twice.
+        args.retries = 2 if args.no_forced_verdict else 0
     try:
         config = JudgeConfig(template=template, mode=args.mode, swap=not args.no_swap, seed=args.seed,
                              tie_band=args.tie_band, retries=args.retries, max_new_tokens=args.max_new_tokens,
@@ -178,27 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                              prefix_order=backend == "vllm", force_verdict=not args.no_forced_verdict)
     except (TemplateError, ValueError) as exc:
         parser.error(str(exc))
-    try:
-        pairs, inputs = _load_pairs(args)
-    except (RecordError, OSError) as exc:
-        return _error(str(exc))
-    if not pairs:
-        return _error(f"no pairs in {args.pairs}")
-
-    def terminate(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        with RunFiles(args.out, log=_log) as files:
-            return _judge(args, backend, config, pairs, inputs, files)
-    except (OutputLocked, RecordError, TemplateError) as exc:  # a render past its bounds, too
-        return _error(str(exc))
-    except (KeyboardInterrupt, Interrupted) as exc:
-        _log(f"interrupted; {args.out} holds every record finished so far: run the same command again to resume")
-        return 143 if isinstance(exc, Interrupted) else 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return backend, config
 
 
 def _other_strip_setting(manifest, out, strip: bool) -> str | None:
@@ -247,6 +294,11 @@ def _load_judge(args, backend: str):
             kwargs["template"] = args.chat_template
     else:
         kwargs = {"batch_size": args.batch_size or DEFAULT_BATCH[backend]} if backend == "transformers" else {}
+    if backend == "transformers":
+        from pairlab.backends.hf import torch_gpu, use_free_cpus
+
+        if not torch_gpu():
+            use_free_cpus(args.threads)
     model = get_model(args.judge, backend=backend, **kwargs)
     if backend == "openai":
         for warning in model.check():
@@ -282,13 +334,14 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
         "outputs": {"records": str(args.out), "failures": str(files.failures)},
         "throughput": {"in_flight_limit": in_flight, "batch_size": None if in_flight else config.batch_size},
         "versions": library_versions(),
+        "machine": machine(),
         "previous_runs": _previous_runs(manifest, _log),
     }
     write_manifest(manifest, args.command, body)
     counts = None
     status = "interrupted"
     try:
-        counts = judge_pairs(model, pairs, config, files, judge_id=args.judge, judge_family=family,
+        counts = judge_pairs(model, pairs, config, files, judge_id=args.judge, judge_family=family, warn=_log,
                              progress=not args.quiet, concurrency=in_flight)
         status = "complete"
     except BackendError as exc:
@@ -326,6 +379,8 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
          + (f", {counts.forced} verdict(s) read at the verdict slot (the judge wrote none; "
             "meta.verdict_source = forced-slot)" if counts.forced else "")
          + f"; {body['throughput']['verdicts_per_s']} verdicts/s; manifest {manifest}")
+    if config.swap:
+        _write_order_averaged(args, config, pairs)
     finished = counts.records + counts.failures
     if finished and counts.failures * 2 > finished:
         return _error(
@@ -334,6 +389,91 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
             "verdict tokens' probabilities, never fails to parse), a template that asks for the verdict first, "
             f"a larger --max-new-tokens, or a stronger judge; the raw outputs are in {files.failures}", code=1)
     return 0
+
+
+def _write_order_averaged(args, config: JudgeConfig, pairs: list) -> None:
+    """OUT.pairs.jsonl from every record OUT holds for this judge, template and mode (earlier,
+    resumed runs' included), and one line saying whether the orders agreed."""
+    sha = config.template.sha256
+    mine = [r for r in read_records(args.out) if r.judge == args.judge and r.meta.get("template_sha256") == sha
+            and r.meta.get("mode") == config.mode]
+    averaged = order_averaged(mine, pairs, config.tie_band)
+    path = pairs_path(args.out)
+    write_records(path, averaged)
+    if not averaged:
+        return
+    same = sum(r.extra["consistent"] for r in averaged)
+    _log(f"{path}: {len(averaged)} order-averaged verdict(s); the two orders named the same winner on {same} of "
+         f"{len(averaged)} pairs" + (": the per-order verdicts follow the display order, not the answers; use the "
+                                     "order-averaged ones" if same <= 0.2 * len(averaged) else ""))
+
+
+def _reproduce(args) -> int:
+    """``--reproduce MANIFEST --sample N`` (judges.reproduce): rerun sampled batches, compare, print."""
+    import tempfile
+
+    from pairlab.backends.base import BackendError
+    from pairlab.models import family_of
+    from judges.manifest import reproducibility_facts
+    from judges.reproduce import compare_records, differing_facts, sample_chunks
+    from judges.runner import plan_chunks
+
+    where = Path(args.reproduce)
+    try:
+        manifest = json.loads(where.read_text(encoding="utf-8"))
+        command = manifest["command"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        return _error(f"--reproduce {where}: not a readable judges.run manifest ({exc})")
+    if command[:3] != ["python", "-m", "judges.run"]:
+        return _error(f"--reproduce {where}: its command is not a judges.run command")
+    parser = build_parser()
+    run = parser.parse_args(command[3:])
+    run.command = command
+    backend, config = _settings(parser, run)
+    if config.template.sha256 != (manifest.get("template") or {}).get("sha256"):
+        return _error(f"--reproduce {where}: template {run.template!r} is not the text the run used (its sha256 "
+                      "differs); restore the run's template file first")
+    try:
+        pairs, inputs = _load_pairs(run)
+        run_records = [r for r in read_records(_beside(where, manifest["outputs"]["records"]))
+                       if r.judge == run.judge and r.meta.get("template_sha256") == config.template.sha256
+                       and r.meta.get("mode") == config.mode]
+    except (RecordError, OSError, KeyError) as exc:
+        return _error(f"--reproduce {where}: {exc}")
+    try:
+        model = _load_judge(run, backend)
+    except (BackendError, OSError) as exc:
+        return _error(f"cannot use judge {run.judge!r}: {exc}")
+    concurrency = run.concurrency if backend == "openai" else None
+    plan = plan_chunks(pairs, dataclasses.replace(config, batch_size=1) if concurrency else config)
+    chosen = sample_chunks(plan, args.sample, args.seed)
+    now = {"judge": model.info(), "machine": machine(), "versions": library_versions(), "backend": backend,
+           "settings": {"batch_size": config.batch_size}}
+    with tempfile.TemporaryDirectory() as tmp:
+        with RunFiles(Path(tmp) / "rerun.jsonl", log=_log) as files:
+            for chunk in chosen:
+                judge_pairs(model, list({t.pair.pair_id: t.pair for t in chunk}.values()), config, files,
+                            judge_id=run.judge, judge_family=family_of(run.judge), progress=False,
+                            concurrency=concurrency)
+        rerun = read_records(files.out) if files.out.exists() else []
+    model.close()
+    result = compare_records(run_records, rerun)
+    facts = differing_facts(reproducibility_facts(manifest), reproducibility_facts(now))
+    if inputs["sha256"] != (manifest.get("inputs") or {}).get("sha256"):
+        facts["pairs_sha256"] = ((manifest.get("inputs") or {}).get("sha256"), inputs["sha256"])
+    print(f"reproduce {where}: reran {sum(len(c) for c in chosen)} judgment(s) in {len(chosen)} whole batch(es) "
+          f"of the run's {sum(len(c) for c in plan)}")
+    for line in result.lines():
+        print(f"  {line}")
+    print("  recorded facts that differ here: " + ("none" if not facts else "; ".join(
+        f"{k} {before!r} -> {after!r}" for k, (before, after) in facts.items())))
+    return 0 if result.n and result.same_verdict == result.n and not result.missing else 1
+
+
+def _beside(manifest: Path, recorded: str) -> Path:
+    """A path the manifest recorded, as run from its own folder when not found as given."""
+    path = Path(recorded)
+    return path if path.exists() or path.is_absolute() else manifest.parent / path.name
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -49,6 +50,7 @@ from judges.verdicts import (
 __all__ = ["Counts", "JudgeConfig", "Task", "judge_pairs", "logprob_context", "plan_chunks"]
 
 MODES = ("logprob", "generate")
+SLOW_S = 600.0  # a job that will take longer than this at the first judgments' pace is said to be slow
 ORDERS = ("ab", "ba")  # "ab": as the PAIRS row lists them; "ba": swapped
 
 
@@ -429,6 +431,8 @@ def judge_pairs(
     judge_family: str | None = None,
     progress: bool = True,
     concurrency: int | None = None,
+    warn=None,
+    slow_s: float = SLOW_S,
 ) -> Counts:
     """Judge every pair (both orders unless ``config.swap`` is off), appending to ``files``.
 
@@ -468,6 +472,7 @@ def judge_pairs(
             counts.parse_failures += 1
         bar.update(1)
 
+    pace = _Pace(counts.tasks - counts.skipped_existing, slow_s, warn)
     try:
         if concurrency:
             _judge_concurrently(judge, chunks, files, concurrency, write)
@@ -478,6 +483,7 @@ def judge_pairs(
                     outcomes = judge.run_chunk(chunk)
                     for task in todo:
                         write(task, outcomes)
+                    pace.done(len(todo))
     finally:
         bar.close()
         keys = [judge.key(t) for c in chunks for t in c]
@@ -485,6 +491,29 @@ def judge_pairs(
         counts.failures = sum(k in files.failed for k in keys)
         counts.ties = sum(files.done.get(k) == "tie" for k in keys)
     return counts
+
+
+class _Pace:
+    """After the first judgments, say once when the whole job will take longer than ``slow_s``
+    at their pace: the progress bar's ETA is there, but a user should hear it in words, early."""
+
+    def __init__(self, total: int, slow_s: float, warn):
+        self.total, self.slow_s, self.warn = total, slow_s, warn
+        self.start, self.finished, self.said = time.perf_counter(), 0, False
+
+    def done(self, n: int) -> None:
+        self.finished += n
+        if self.said or self.warn is None or not self.finished:
+            return
+        self.said = True
+        elapsed = time.perf_counter() - self.start
+        each = elapsed / self.finished
+        left = each * (self.total - self.finished)
+        if elapsed + left > self.slow_s:
+            self.warn(f"slow judge: {self.finished} of {self.total} judgments took {elapsed:.0f} s ({each:.0f} s each "
+                      f"here); the rest will take about {left / 60:.0f} min more. Faster: --mode logprob (one "
+                      "forward pass a judgment), fewer pairs (--limit), a smaller --max-new-tokens, or a judge on a "
+                      "GPU or an OpenAI-compatible server")
 
 
 def _judge_concurrently(judge: _Judge, chunks: list[list[Task]], files: RunFiles, limit: int, write) -> None:

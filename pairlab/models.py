@@ -16,12 +16,11 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 from pairlab.backends.base import BackendError, GenerationParams, Model
+from pairlab.resources import data_file
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = ROOT / "data" / "models.toml"
+DEFAULT_CONFIG = data_file("models.toml")
 BACKENDS = ("transformers", "openai", "vllm")
 
 # Known families by a substring of the model's name; used when config does not say.

@@ -26,9 +26,12 @@ RECORD_VERSION = 1
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 HUMAN = "human"
+# A judge's order-averaged verdicts (judges.run's OUT.pairs.jsonl) are rated as this judge id plus the suffix.
+ORDER_AVERAGED = ":order-averaged"
 
 __all__ = [
     "HUMAN",
+    "ORDER_AVERAGED",
     "Pair",
     "Record",
     "RecordError",

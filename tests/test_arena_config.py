@@ -1,15 +1,21 @@
 """The arena config: the shipped file loads, paths are relative to it, bad values are refused."""
 
+from pathlib import Path
+
 import pytest
 
-from arena.config import ROOT, db_url, load_config
+from arena.config import db_url, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_shipped_config_points_at_files_that_exist():
+def test_shipped_config_points_at_files_that_exist(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     config = load_config()
     assert config.models == ("smollm2-135m-instruct", "gemma3-270m")
     assert config.prompts.exists() and config.pairs.exists()
-    assert config.db == f"sqlite:///{ROOT / 'data' / 'arena.db'}"
+    # Votes go to the working directory, never beside the shipped config (an installed package).
+    assert config.db == f"sqlite:///{tmp_path.resolve() / 'arena.db'}"
 
 
 def test_relative_paths_follow_the_config_file(tmp_path):

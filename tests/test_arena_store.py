@@ -329,6 +329,9 @@ def test_analysis_leaves_out_the_prompt_set_votes_the_leaderboard_leaves_out(tmp
     without prompt_set_rated no prompt-set vote counts; with it, a logged-in voter's first
     vote on each pair only."""
     from analysis.frames import load_frame
+    from analysis.importers import read_table
+    from pairlab.ratable import ratable_mask
+    from ratable_twin import ratable
 
     config = ArenaConfig(db=store_url, pairs=write_pairs(tmp_path / "p.jsonl", n=2), rate_limit=100)
     store = VoteStore(config.db, prompt_set_rated=prompt_set_rated)
@@ -348,7 +351,8 @@ def test_analysis_leaves_out_the_prompt_set_votes_the_leaderboard_leaves_out(tmp
     else:
         assert len(load_frame(out)) == 0
         assert len(load_frame(out, include_prompt_set=True)) == len(everything)
-    from pairlab.ratable import ratable
-
+    sql = [r.meta["battle_id"] for r in rated]
     assert [r.meta["battle_id"] for r, ok in zip(everything, ratable(everything, prompt_set_rated=prompt_set_rated))
-            if ok] == [r.meta["battle_id"] for r in rated]
+            if ok] == sql
+    mask = ratable_mask(read_table([out])[0], prompt_set_rated=prompt_set_rated)
+    assert [r.meta["battle_id"] for r, ok in zip(everything, mask) if ok] == sql

@@ -229,8 +229,10 @@ def test_unknown_format_lists_the_formats_we_read(tmp_path):
         load_records(path)
     message = str(info.value)
     assert f"{path}:1: unknown format" in message
+    # One line, as the commands print errors: the list must survive being cut to its first line.
+    assert "\n" not in message
     for name in [m.NAME for m in FORMATS] + ["pandalm"]:
-        assert f"  {name}: " in message
+        assert name in message
     other = tmp_path / "votes.txt"
     other.write_text("a,b\n")
     with pytest.raises(RecordError, match="(?s)unknown file type '.txt'.*alpaca-eval"):

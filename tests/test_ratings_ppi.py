@@ -138,10 +138,13 @@ def test_judge_verdicts_on_pairs_people_never_saw_are_used(pandalm):
     assert not np.allclose(out.fit.theta, out.fit.classical_theta)
 
 
-def test_human_votes_on_pairs_the_judge_never_saw_are_an_error(pandalm):
-    """GPT-3.5's verdicts on 25 PandaLM pairs could not be parsed: their 75 votes have no prediction."""
-    with pytest.raises(ValueError, match=r"^75 human votes are on pairs 'gpt-3.5-turbo' never judged \(25 pairs"):
-        ppi_ratings(pandalm, "gpt-3.5-turbo")
+def test_human_votes_on_pairs_the_judge_never_saw_are_left_out_and_counted(pandalm):
+    """GPT-3.5's verdicts on 25 PandaLM pairs could not be parsed: their 75 votes have no prediction,
+    so the ratings leave them out and say so, as the report does (issue 30: its recommended
+    command used to exit 2 here)."""
+    result = ppi_ratings(pandalm, "gpt-3.5-turbo")
+    assert result.n_human_left_out == 75 and result.summary()["n_human_left_out"] == 75
+    assert "75 human votes left out" in result.describe()
 
 
 def test_votes_on_pairs_the_judge_never_saw_can_be_left_out(pandalm):
@@ -244,15 +247,16 @@ def test_cli_ppi_json_block(tmp_path, pandalm):
     doc = json.loads(out.stdout)
     assert {"model", "rating", "lower", "upper", "rank", "n", "rank_set"} == set(doc["ratings"][0])
     ppi = doc["ppi"]
-    assert set(ppi) == {"judge", "n_human", "n_human_pairs", "n_judge", "lambda", "effective_human_votes"}
+    assert set(ppi) == {"judge", "design", "n_human", "n_human_left_out", "n_human_pairs", "n_judge", "lambda",
+                        "effective_human_votes"}
+    assert ppi["design"] == "uniform"
     assert ppi["judge"] == "pandalm-7b" and ppi["n_human_pairs"] == len(pairs)
     assert ppi["effective_human_votes"] >= ppi["n_human"] == int(keep.sum()) - ppi["n_judge"]
     for row in doc["ratings"]:
         assert row["rank_set"][0] <= row["rank"] <= row["rank_set"][1]
 
-    bad = run_cli("--votes", str(PANDALM), "--judge", "human", "--ppi", "gpt-3.5-turbo")
-    assert bad.returncode != 0
-    assert "75 human votes are on pairs 'gpt-3.5-turbo' never judged" in bad.stderr
+    left = run_cli("--votes", str(PANDALM), "--judge", "human", "--ppi", "gpt-3.5-turbo")
+    assert left.returncode == 0 and "75 human votes left out" in left.stdout
     wrong = run_cli("--votes", str(path), "--method", "elo", "--ppi", "pandalm-7b")
     assert "--ppi applies to --method bt" in wrong.stderr
 

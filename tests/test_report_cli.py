@@ -42,7 +42,13 @@ def test_errors_have_the_style_of_analysis_ratings(tmp_path):
     empty.write_text("")
     proc = run("--votes", str(empty), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert proc.stderr == f"python -m analysis.report: error: no records found in {empty}\n"
+    # The words analysis.ratings says for it: one reader, one verdict.
+    assert proc.stderr == f"python -m analysis.report: error: {empty}: empty file (no header, no rows)\n"
+    blank = tmp_path / "empty.jsonl"
+    blank.write_text("")
+    proc = run("--votes", str(blank), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr == f"python -m analysis.report: error: no records found in {blank}\n"
 
 
 def test_humans_prefix_pools_other_voter_ids(tmp_path):
@@ -68,7 +74,10 @@ def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
     out = tmp_path / "pandalm"
     proc = run("--votes", str(shared_data / "pandalm"), "--out", str(out), "--quiet", "--rating-bootstrap", "50")
     assert proc.returncode == 0, proc.stderr
-    assert "idx 157" in proc.stderr  # skipped boolean responses are reported on the console too
+    # the console gets one line for the 31 remarks (issue 30), the report each one
+    notes = [x for x in proc.stderr.splitlines() if x.startswith("note:")]
+    assert len(notes) == 1 and notes[0].startswith("note: 31 rows read with a remark")
+    assert "idx 157" in (out / "report.md").read_text()
     data = json.loads((out / "report.json").read_text())
     assert set(data["judges"]) == {"human", "gpt-3.5-turbo", "pandalm-7b", "panel"}
     shot = tmp_path / "report.png"

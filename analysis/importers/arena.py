@@ -39,7 +39,7 @@ SUMMARY = ("Chatbot Arena / FastChat votes (model_a, model_b, winner or winner_m
 _WINNERS = {"model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie (bothbad)",
             "both_bad": "tie (bothbad)", "tie(bothbad)": "tie (bothbad)"}
 _FLAGS = ("winner_model_a", "winner_model_b", "winner_tie")
-_USED = {"model_a", "model_b", "winner", "judge", "conversation_a", "conversation_b", "turn", "tstamp",
+_USED = {"pair_id", "model_a", "model_b", "winner", "judge", "conversation_a", "conversation_b", "turn", "tstamp",
          "timestamp", "prompt", "response_a", "response_b", *_FLAGS}
 
 
@@ -48,7 +48,7 @@ def matches(row: dict) -> bool:
         return False
     has_verdict = "winner" in row or set(_FLAGS) <= row.keys()
     has_texts = {"conversation_a", "conversation_b"} <= row.keys() or {"prompt", "response_a", "response_b"} <= row.keys()
-    return has_verdict and has_texts and "pair_id" not in row
+    return has_verdict and has_texts
 
 
 def _decoded(value, name: str):
@@ -106,7 +106,7 @@ def _from_turn_lists(row: dict) -> tuple[list, list]:
     return sides[0], sides[1]
 
 
-def _winner(row: dict) -> str:
+def winner(row: dict) -> str:
     if "winner" in row:
         try:
             return _WINNERS[row["winner"]]
@@ -159,9 +159,11 @@ def convert(row: dict) -> list[Record]:
         judge = raw_judge if raw_judge.startswith(HUMAN) else f"{HUMAN}:{raw_judge}"
     model_a, model_b = str(row["model_a"]), str(row["model_b"])
     prompt_id = row.get("question_id", row.get("id"))
+    # Our own FastChat export keeps each vote's pair id (a prompt-set pair's is not its texts' hash).
+    pair_id = {} if row.get("pair_id") is None else {"pair_id": str(row["pair_id"])}
     return [
         comparison(
-            prompt, model_a, model_b, response_a, response_b, _winner(row), judge,
+            prompt, model_a, model_b, response_a, response_b, winner(row), judge, **pair_id,
             prompt_id=None if prompt_id is None else str(prompt_id),
             turn=turn,
             tstamp=_tstamp(row),

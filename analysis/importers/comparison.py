@@ -32,9 +32,11 @@ def comparison(
     **fields,
 ) -> Record:
     """A record for ``response_a`` (shown first) against ``response_b``; ``fields`` are the
-    optional record fields (``prob_a``, ``parse_error``, ``meta``...)."""
+    optional record fields (``prob_a``, ``parse_error``, ``meta``...), and ``pair_id`` where
+    the source names it (else it is made from the texts)."""
+    pair_id = fields.pop("pair_id", None) or make_pair_id(prompt, response_a, response_b)
     return Record(
-        pair_id=make_pair_id(prompt, response_a, response_b),
+        pair_id=pair_id,
         prompt=prompt,
         model_a=model_a,
         model_b=model_b,

@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import os
+import stat
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pairlab.records import Record, RecordError
 
-from . import alpaca_eval, arena, arena_hard, own, pandalm
+from . import alpaca_eval, arena, arena_hard, battles, own, pandalm
 from .issues import ImportIssue, ImportResult
-from .rows import SUFFIXES, Row, iter_rows
+from .rows import SUFFIXES, Row, check_regular, iter_rows
 
-__all__ = ["FORMATS", "describe_formats", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
+__all__ = ["FORMATS", "describe_formats", "format_names", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
 
 # Row formats in the order they are tried on a file's first row (most specific first).
-FORMATS = (own, alpaca_eval, arena_hard, arena)
+FORMATS = (own, alpaca_eval, arena_hard, arena, battles)
 
 
 def describe_formats() -> str:
-    """One line per format we read, for --help and for the unknown-format error."""
+    """One line per format we read, for --help."""
     return "\n".join(f"  {m.NAME}: {m.SUMMARY}" for m in (*FORMATS, pandalm))
+
+
+def format_names() -> str:
+    """The formats we read, named on one line: errors are one line."""
+    return ", ".join(m.NAME for m in (*FORMATS, pandalm))
 
 
 def load_records(path: str | os.PathLike, *, skip_bad: bool = False) -> list[Record]:
@@ -44,45 +50,65 @@ def import_paths(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False) 
     """
     records: list[Record] = []
     issues: list[ImportIssue] = []
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
     for path in paths:
         records.extend(iter_records(Path(path), issues, skip_bad=skip_bad, seen=seen))
     return ImportResult(tuple(records), tuple(issues))
 
 
 def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False,
-                 seen: set[Path] | None = None) -> Iterator[Record]:
+                 seen: set[tuple[int, int]] | None = None) -> Iterator[Record]:
     """The records of one file or folder, one row at a time; skipped items go to ``issues``.
 
-    Every file and folder is read once, by its real path (``seen`` carries them across
-    calls): a symbolic link back up the tree, or to a file read already, adds nothing.
+    Every file and folder is read once (``seen`` carries them across calls): a symbolic link
+    back up the tree, or to a file read already, adds nothing.
     """
     for source in iter_sources(path, issues, seen=seen):
         yield from source_records(source, issues, skip_bad=skip_bad)
 
 
-def iter_sources(path: Path, issues: list[ImportIssue], *, seen: set[Path] | None = None) -> Iterator[Path]:
-    """The files (and PandaLM folders) a path stands for, each once, in the order they are read."""
+def iter_sources(path: Path, issues: list[ImportIssue], *,
+                 seen: set[tuple[int, int]] | None = None) -> Iterator[Path]:
+    """The files (and PandaLM folders) a path stands for, each once, in the order they are read.
+
+    A file is known by its device and inode (``seen`` carries them across calls), a folder's
+    entries are listed once with their types: a folder of many files costs one status call a file.
+    """
     seen = set() if seen is None else seen
-    if path.exists():
-        real = path.resolve()
-        if real in seen:
-            if real != path.absolute():  # a link: say what it led to
-                issues.append(ImportIssue(str(path), "file", f"skipped: {real} was read already"))
-            return
-        seen.add(real)
-    if path.is_dir() and not (path / pandalm.TESTSET).exists():
-        for child in sorted(path.iterdir()):
-            if not child.exists():  # a link to nowhere, or into a loop of links
-                issues.append(ImportIssue(str(child), "file", "skipped: a link that leads to no file"))
-                continue
-            # judges.run writes OUT.manifest.json beside its records: metadata, not votes.
-            if child.is_dir() or (child.suffix in SUFFIXES and not child.name.endswith(".manifest.json")):
-                yield from iter_sources(child, issues, seen=seen)
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise RecordError(path, None, "no such file or directory") from None
+    yield from _sources(path, info, issues, seen)
+
+
+def _sources(path: Path, info: os.stat_result, issues: list[ImportIssue], seen: set[tuple[int, int]]):
+    key = (info.st_dev, info.st_ino)
+    if key in seen:
+        if path.is_symlink():  # a link: say what it led to
+            issues.append(ImportIssue(str(path), "file", f"skipped: {path.resolve()} was read already"))
         return
-    if not path.exists():
-        raise RecordError(path, None, "no such file or directory")
-    yield path
+    seen.add(key)
+    if not stat.S_ISDIR(info.st_mode):
+        check_regular(path, info)  # before anything opens it: a FIFO would block, a device never end
+        yield path
+        return
+    if (path / pandalm.TESTSET).exists():
+        yield path
+        return
+    with os.scandir(path) as entries:
+        entries = sorted(entries, key=lambda e: e.name)
+    for entry in entries:
+        child = Path(entry.path)
+        try:
+            child_info = entry.stat()
+        except OSError:  # a link to nowhere, or into a loop of links
+            issues.append(ImportIssue(str(child), "file", "skipped: a link that leads to no file"))
+            continue
+        # judges.run writes OUT.manifest.json beside its records: metadata, not votes.
+        if stat.S_ISDIR(child_info.st_mode) or (child.suffix in SUFFIXES
+                                                and not child.name.endswith(".manifest.json")):
+            yield from _sources(child, child_info, issues, seen)
 
 
 def source_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False) -> Iterator[Record]:
@@ -100,8 +126,8 @@ def source_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = Fa
         yield from recs
         return
     if path.suffix not in SUFFIXES:
-        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}); "
-                          "the formats read are:\n" + describe_formats())
+        raise RecordError(path, None, f"unknown file type {path.suffix!r} (expected {', '.join(SUFFIXES)}; "
+                          f"formats read: {format_names()})")
     fmt = None
     for row in _rows(path, issues, skip_bad):
         try:
@@ -143,6 +169,8 @@ def _rows(path: Path, issues: list[ImportIssue], skip_bad: bool) -> Iterator[Row
 
 def _convert(fmt, row: Row) -> list[Record]:
     try:
+        if fmt is battles:  # no texts to name the pair: its place in the file does
+            return battles.convert(row.data, f"{row.path.name} {row.where}")
         return fmt.convert(row.data)
     except RecordError as exc:
         raise row.error(exc.message) from None
@@ -158,8 +186,8 @@ def _detect(row: Row):
     for fmt in FORMATS:
         if fmt.matches(row.data):
             return fmt
-    raise row.error(f"unknown format: a row with the fields {_fields(row.data)}; the formats read are:\n"
-                    + describe_formats())
+    raise row.error(f"unknown format: a row with the fields {_fields(row.data)} (formats read: {format_names()}; "
+                    "--help describes each)")
 
 
 def _fields(data: dict) -> str:

@@ -10,22 +10,35 @@ Hostile bytes name their place: a line with invalid UTF-8, JSON nested too deepl
 parser, or a CSV row the csv module refuses (a field over its 128 KiB limit, a NUL byte)
 becomes a row with a ``problem`` at its line, so the import names it and ``skip_bad``
 can skip it.
+
+Limits, so that no file costs more memory than its records: a line (one JSONL record, one
+CSV row) is at most :data:`MAX_LINE` bytes, a whole-file JSON document at most
+:data:`MAX_DOCUMENT` bytes (it is parsed at once; JSON Lines has no such limit). A longer one
+stops the import with an error naming file and line, after reading no more than the limit.
+Only regular files are read (:func:`check_regular`): a device, a FIFO or a socket would
+never end or never start.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pairlab.records import RecordError
 
-__all__ = ["Row", "SUFFIXES", "iter_rows"]
+__all__ = ["MAX_DOCUMENT", "MAX_LINE", "Row", "SUFFIXES", "check_regular", "iter_rows", "lines"]
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+# One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
+MAX_LINE = 64 << 20
+# A JSON document is parsed whole, at about ten times its size in Python objects.
+MAX_DOCUMENT = 512 << 20
 # Parquet rows converted to Python objects at a time: bounded memory, few batch calls.
 PARQUET_BATCH = 1024
 # Text is decoded with surrogateescape, so a bad byte becomes one of these instead of
@@ -55,8 +68,38 @@ class Row:
         return f"line {self.line}" if self.line is not None else f"item {self.item}"
 
 
+def check_regular(path: Path, info: os.stat_result | None = None) -> os.stat_result:
+    """``path``'s status (links followed; ``info`` where known) if it is a regular file, else a
+    :class:`RecordError`."""
+    if info is None:
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            raise RecordError(path, None, exc.strerror or "cannot be read") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
+                or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
+        raise RecordError(path, None, f"{kind}, not a regular file: only files and folders are read")
+    return info
+
+
+def lines(path: Path, fh) -> Iterator[tuple[int, bytes]]:
+    """``(line number, bytes)`` of a file opened in binary, each line at most :data:`MAX_LINE`
+    bytes: a longer one raises before more than that is read."""
+    lineno = 0
+    while True:
+        line = fh.readline(MAX_LINE + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE and not (len(line) == MAX_LINE + 1 and line.endswith(b"\n")):
+            raise RecordError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB (the limit on one record)")
+        yield lineno, line
+
+
 def iter_rows(path: Path) -> Iterator[Row]:
     """Every row of ``path`` (by suffix); a line that is not JSON comes with its ``problem``."""
+    check_regular(path)
     if path.suffix == ".jsonl":
         yield from _jsonl(path)
     elif path.suffix == ".json":
@@ -70,11 +113,13 @@ def iter_rows(path: Path) -> Iterator[Row]:
 
 
 def _jsonl(path: Path) -> Iterator[Row]:
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    with open(path, "rb") as fh:
+        for lineno, raw in lines(path, fh):
+            if not raw.strip():
                 continue
-            if _UNDECODED.search(line):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
                 yield Row(path, None, line=lineno, problem=_NOT_UTF8)
                 continue
             try:
@@ -86,8 +131,14 @@ def _jsonl(path: Path) -> Iterator[Row]:
 
 
 def _json(path: Path) -> Iterator[Row]:
+    too_big = RecordError(path, None, f"a JSON document over {MAX_DOCUMENT >> 20} MiB (the limit on a whole-file "
+                          "JSON; JSON Lines, one record a line, has none)")
+    if os.stat(path).st_size > MAX_DOCUMENT:  # asked first: a sparse file costs nothing to ask
+        raise too_big
     with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-        text = fh.read()
+        text = fh.read(MAX_DOCUMENT + 1)
+    if len(text) > MAX_DOCUMENT:
+        raise too_big
     undecoded = _UNDECODED.search(text)
     if undecoded:  # a whole-file format: the first bad byte names the file's line
         raise RecordError(path, text.count("\n", 0, undecoded.start()) + 1, _NOT_UTF8)
@@ -114,15 +165,16 @@ def _json(path: Path) -> Iterator[Row]:
 def _csv(path: Path) -> Iterator[Row]:
     lineno = 0
 
-    def lines(fh) -> Iterator[str]:
+    def text(fh) -> Iterator[str]:
         # Our own count: the reader's line_num lags by one when it refuses a line.
         nonlocal lineno
-        for line in fh:
-            lineno += 1
-            yield line
+        for lineno, line in lines(path, fh):
+            yield line.decode("utf-8", errors="surrogateescape")
 
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        reader = csv.DictReader(lines(fh))
+    with open(path, "rb") as fh:
+        reader = csv.DictReader(text(fh))
+        if not reader.fieldnames:  # a table says what its columns are
+            raise RecordError(path, None, "empty file (no header, no rows)")
         while True:
             try:
                 row = next(reader)
@@ -146,7 +198,18 @@ def _parquet(path: Path) -> Iterator[Row]:
     # by page instead of holding the whole (decompressed) row group: about half the peak.
     source = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     for batch in source.iter_batches(batch_size=PARQUET_BATCH, use_threads=False):
-        for data in batch.to_pylist():
-            yield Row(path, data, item=index)
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:  # Parquet's text is not checked on writing: find the row
+            rows = [_parquet_row(batch.slice(k, 1)) for k in range(batch.num_rows)]
+        for data in rows:
+            yield Row(path, data, item=index, problem=_NOT_UTF8 if data is None else None)
             index += 1
+
+
+def _parquet_row(row) -> dict | None:
+    try:
+        return row.to_pylist()[0]
+    except UnicodeDecodeError:
+        return None
 

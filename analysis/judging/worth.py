@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
@@ -57,6 +58,8 @@ class JudgeWorth:
     lam_all: float  # lambda of the fit on every human vote
     n_dropped_votes: int  # human votes on pairs this judge never judged (left out here)
     all_labelled: bool = False  # people on every judged pair: the PPI ratings are people's own
+    # Expected mean width against votes past those in hand, active and uniform picks (analysis.plan).
+    projection: pd.DataFrame | None = None
 
 
 def _labelled(data: PPIData) -> np.ndarray:
@@ -151,6 +154,13 @@ def _ratings(fit: PPIFit, judge_alone: pd.DataFrame | None, level: float) -> pd.
     return out
 
 
+def _projection(human: pd.DataFrame, judge: pd.DataFrame, name: str) -> pd.DataFrame | None:
+    """The planner's expected widths past the votes in hand, from the votes on pairs the judge gave a verdict on."""
+    judged = judge[judge["parse_error"].isna().to_numpy()] if "parse_error" in judge.columns else judge
+    people = human[human["pair_id"].isin(judged["pair_id"]).to_numpy()].assign(judge_type="human")
+    return projection(pd.concat([people, judged.assign(judge_type="llm")], ignore_index=True), name)
+
+
 def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_alone: pd.DataFrame | None = None,
                 rounds: int = 100, seed: int = 0, level: float = 0.95) -> JudgeWorth | None:
     """The judge's worth in human votes, with a pair-bootstrap interval; None without people on its pairs.
@@ -211,6 +221,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         lam_all=fit.lam,
         n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
+        projection=None if n_labelled == n_judged else _projection(human, judge, name),
     )
 
 

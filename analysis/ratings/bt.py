@@ -28,6 +28,10 @@ __all__ = ["BTResult", "CENTRE", "ELO_SCALE", "bradley_terry", "fit_counts", "ne
 
 ELO_SCALE = 400.0 / math.log(10.0)
 CENTRE = 1000.0
+# Ridge on log-strengths when the MLE does not exist: l2/2 |theta|^2 is a N(0, 1/l2) prior. The arena's
+# leaderboard and analysis.ratings use the same one.
+PRIOR_L2 = 1.0
+PRIOR_SD_ELO = ELO_SCALE / math.sqrt(PRIOR_L2)  # the prior's SD on the Elo scale
 # |theta| beyond this (odds of e^40) only happens when the MLE does not exist, e.g. a
 # model that never lost: Newton then marches off to infinity instead of converging.
 _DIVERGED = 40.0
@@ -150,7 +154,7 @@ def _check_connected(counts: PairCounts) -> None:
         groups = [list(counts.models[labels == k][:3]) for k in range(min(n_parts, 3))]
         raise ValueError(
             f"the models fall into {n_parts} groups never compared with each other (e.g. {groups}); "
-            "ratings across groups are not identified: rate each group separately or pass l2 > 0"
+            "ratings across groups are not identified: rate each group separately or pass l2 > 0 (--l2 on the command line)"
         )
 
 
@@ -176,7 +180,7 @@ def _diverged(x: np.ndarray, counts: PairCounts) -> RuntimeError:
     worst = counts.models[np.argsort(-np.abs(x[: counts.n_models]))[:3]]
     return RuntimeError(
         f"Bradley-Terry fit did not converge: ratings diverge (models {list(worst)} may have only "
-        "wins or only losses); the MLE does not exist for these battles, pass l2 > 0 to regularise"
+        "wins or only losses); the MLE does not exist for these battles, pass l2 > 0 (--l2 on the command line) to regularise"
     )
 
 

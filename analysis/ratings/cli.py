@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -11,7 +12,7 @@ from analysis.frames import load_frame
 from analysis.importers import describe_formats
 
 from .registry import METHODS, rate
-from .table import RatingTable
+from .table import RatingTable, withhold_thin
 
 # Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
 # its own result type and lives beside the registry's methods, not in it.
@@ -46,9 +47,10 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
-used. By default only anonymous votes are used, votes flagged as identity leaks are dropped
-and so are the arena's prompt-set votes that its leaderboard leaves out (pairlab/ratable.py);
-records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
+used. Only the votes the arena's leaderboard counts are rated (one rule for every command and
+the API, pairlab/ratable.py): votes cast with model names shown, votes flagged as identity
+leaks, votes vote hygiene set aside and the prompt-set votes the leaderboard leaves out are
+dropped (each --include-* option keeps one kind); records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
 (winrate counts them per model as n_dropped).
 
 Formats read:
@@ -67,8 +69,10 @@ lc_delta_method_se is the LC win rate's standard error (its interval is built on
 lc_instruction_spread_se is what AlpacaEval's leaderboard calls lc_standard_error (the spread
 of the per-instruction predictions, not an uncertainty); lc_note says why an LC win rate is null.
 
---ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_pairs",
-"n_judge", "lambda", "effective_human_votes"}; with --method winrate it prints {"method": "winrate-ppi",
+--ppi JUDGE adds "rank_set" [best, worst] to each row and "ppi": {"judge", "n_human", "n_human_left_out"
+(people's votes on pairs the judge gave no verdict on, left out), "n_human_pairs", "n_judge", "lambda",
+"effective_human_votes", "design"} (design "uniform", or with --picks "picks:active" or "picks:uniform" and a
+"picks" block; n_human then counts the votes, the fit weighs them); with --method winrate it prints {"method": "winrate-ppi",
 "baseline", "ratings": [{"model", "win_rate", "lower", "upper", "n_human", "n_judge", "lambda",
 "effective_human_votes", ...}], "ppi": {... lambda the mean over models, effective votes summed}}.
 
@@ -109,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--category", action="append", metavar="CAT", help="only this category (repeatable)")
     parser.add_argument("--include-named", action="store_true", help="also use votes cast with model names shown")
     parser.add_argument("--include-leaks", action="store_true", help="also use votes flagged as identity leaks")
+    parser.add_argument("--include-flagged", action="store_true",
+                        help="also use votes vote hygiene set aside (the arena's meta.flags)")
     parser.add_argument("--include-prompt-set", action="store_true",
                         help="also use the arena's prompt-set votes that its leaderboard leaves out")
     parser.add_argument("--prompt-set-rated", action="store_true",
@@ -135,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppi", metavar="JUDGE", help="with --judge human and --method bt: prediction-powered "
                         "ratings on people's scale from their votes and JUDGE's verdicts on every pair (PPI++); "
                         "with --method winrate: win rates against the baseline, the same way")
+    parser.add_argument("--picks", metavar="PICKS.jsonl",
+                        help="with --ppi: people voted on a planner's picks (python -m analysis.plan); each vote is "
+                             "weighted by its pair's inverse inclusion probability (active inference) and a vote "
+                             "on a pair outside the picks is an error; the arena's prompt-set votes are used")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -168,13 +178,18 @@ def render(result: RatingTable, n_battles: int) -> str:
     lines.append(f"{'rank':>4}  {'model':<{width}}  {'rating':>8}  {'lower':>8}  {'upper':>8}  {'n':>7}")
     for row in result.table.itertuples(index=False):
         lines.append(
-            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  {row.lower:8.1f}  {row.upper:8.1f}  {row.n:>7}"
+            f"{'-' if pd.isna(row.rank) else row.rank:>4}  {row.model:<{width}}  {row.rating:8.1f}  "
+            f"{_bound(row.lower)}  {_bound(row.upper)}  {row.n:>7}"
         )
     if result.coefficients is not None:
         lines += ["", "style coefficients (log-odds per standard deviation):"]
         for row in result.coefficients.itertuples(index=False):
             lines.append(f"  {row.name:<8} {row.coef:+.3f}  [{row.lower:+.3f}, {row.upper:+.3f}]")
     return "\n".join(lines)
+
+
+def _bound(value: float) -> str:
+    return f"{'-':>8}" if value != value else f"{value:8.1f}"  # NaN: no interval claimed
 
 
 def render_winrate(result) -> str:
@@ -207,7 +222,9 @@ def choose_raters(frame, judge: str | None):
 
     Returns the battles kept and a line saying which raters they come from.
     """
-    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", frame["judge"]).value_counts()
+    # A table without a judge column (a plain CSV of battles) names no rater: say so rather than nothing.
+    named = frame["judge"].astype(object).where(frame["judge"].notna(), "unnamed (no judge column)")
+    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", named).value_counts(dropna=False)
     counts.index = ["people" if name == "human" else str(name) for name in counts.index]
     listing = ", ".join(f"{name} {n}" for name, n in counts.items())
     humans = frame["judge_type"] == "human"
@@ -219,6 +236,37 @@ def choose_raters(frame, judge: str | None):
     return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
 
 
+def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, picks=None,
+                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, **options):
+    """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
+    the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
+    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
+    the battles rated."""
+    raters = None
+    if ppi is None:
+        frame, raters = choose_raters(frame, judge)
+    if ppi is not None and method == WINRATE:
+        from .ppi import ppi_win_rates
+
+        result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
+    elif ppi is not None:
+        from .ppi import ppi_ratings
+
+        result = ppi_ratings(frame, ppi, level=level, picks=picks)
+    elif method == WINRATE:
+        from .winrate import win_rates
+
+        if bootstrap:
+            raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
+        result = win_rates(frame, options.get("baseline"), level=level)
+    else:
+        result = _rate(frame, method, bootstrap, seed, level, options)
+        paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
+        result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
+                               "pairs" if paired else "votes")
+    return result, raters, frame
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -228,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
             from .ppi import check_ppi_options
 
             check_ppi_options(args)
+        if args.picks is not None and (args.ppi is None or args.method != "bt"):
+            raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
+                             "and --method bt")
+        picks = None
+        if args.picks is not None:
+            from analysis.plan import read_picks
+
+            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = load_frame(
@@ -236,37 +292,18 @@ def main(argv: list[str] | None = None) -> int:
                 humans_only=args.humans_only,
                 anonymous_only=not args.include_named,
                 exclude_leaks=not args.include_leaks,
+                exclude_flagged=not args.include_flagged,
                 categories=args.category,
                 skip_bad=args.skip_bad,
                 with_failures=args.method == WINRATE,
-                include_prompt_set=args.include_prompt_set,
+                include_prompt_set=args.include_prompt_set or picks is not None,  # a campaign's votes
                 prompt_set_rated=args.prompt_set_rated,
             )
-        for warning in caught[:_SHOWN_WARNINGS]:
-            print(f"warning: {warning.message}", file=sys.stderr)
-        if len(caught) > _SHOWN_WARNINGS:
-            print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
+        show_warnings(caught)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        raters = None  # --ppi uses people's votes and one judge's verdicts by design
-        if args.ppi is None:
-            frame, raters = choose_raters(frame, args.judge)
-        if args.ppi is not None and args.method == WINRATE:
-            from .ppi import ppi_win_rates
-
-            result = ppi_win_rates(frame, args.ppi, options.get("baseline"), level=args.level)
-        elif args.ppi is not None:
-            from .ppi import ppi_ratings
-
-            result = ppi_ratings(frame, args.ppi, level=args.level)
-        elif args.method == WINRATE:
-            from .winrate import win_rates
-
-            if args.bootstrap:
-                raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-            result = win_rates(frame, options.get("baseline"), level=args.level)
-        else:
-            result = rate(frame, args.method, bootstrap=args.bootstrap, seed=args.seed, **options)
+        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
+                                             bootstrap=args.bootstrap, seed=args.seed, **options)
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -291,6 +328,31 @@ def main(argv: list[str] | None = None) -> int:
         print(raters)
         print(render(result, len(frame)))
     return 0
+
+
+def _rate(frame, method: str, bootstrap: int, seed: int, level: float, options: dict) -> RatingTable:
+    """``rate`` with the method's options; Bradley-Terry on battles without a maximum-likelihood
+    rating (a model with only wins or only losses) gets the arena leaderboard's prior instead of
+    an error, and a warning saying so."""
+    if method in ("bt", "bt-davidson") and "l2" not in options and bootstrap == 0:
+        from .bt import PRIOR_L2, PRIOR_SD_ELO, mle_exists
+        from .counts import aggregate
+
+        if not mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"])):
+            note = (f"no maximum-likelihood rating exists for these battles (a model has only wins or only losses, "
+                    f"Ford 1957): regularised as the arena's leaderboard does, --l2 {PRIOR_L2:g} (a Gaussian prior, SD "
+                    f"{PRIOR_SD_ELO:.0f} Elo points, on each model's strength); pass --l2 to choose another")
+            result = rate(frame, method, bootstrap=0, seed=seed, level=level, **options, l2=PRIOR_L2)
+            return dataclasses.replace(result, warnings=(note, *result.warnings))
+    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
+
+
+def show_warnings(caught: list) -> None:
+    """The first few import warnings on stderr, and how many more there were."""
+    for warning in caught[:_SHOWN_WARNINGS]:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if len(caught) > _SHOWN_WARNINGS:
+        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
 
 
 def _filters(args: argparse.Namespace) -> str:

@@ -44,7 +44,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PicksDesign", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
-             unjudged: str = "raise") -> PPIData:
+             unjudged: str = "raise", inclusion: np.ndarray | None = None) -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
@@ -164,11 +164,19 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     or with ``unjudged="leave out"`` is left out (the data's human votes, ``totals()[0]``,
     are then the votes kept, and its models those of the votes kept and the verdicts). The
     clusters come back :meth:`~PPIData.compressed` (one row per kind, ``weight`` its count).
+
+    ``inclusion`` (one per human vote, in (0, 1]) is the probability with which each vote's
+    pair was drawn for people (a planner's Poisson design, :mod:`analysis.plan`): each vote
+    then counts ``1 / inclusion`` times in the people's sums, the inverse-probability
+    weighting of active statistical inference (Zrnic & Candes 2024, eq. 4 and its
+    M-estimation form, sec. 3), so the rectifier is unbiased whatever the picks were. Its
+    ``n_human`` and sums are then those weighted counts (uniform probabilities change no fit).
     """
     if unjudged not in ("raise", "leave out"):
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
     n_h, winners = len(human), human["winner"]
+    vote_weight = np.ones(n_h) if inclusion is None else 1.0 / np.asarray(inclusion, dtype=float)
     cluster, uniques = pd.factorize(key)
     n_clusters = len(uniques)
     n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
@@ -184,6 +192,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         code = np.cumsum(used) - 1  # models of left-out votes only are gone; the order stays
         a, b, models = code[a], code[b], models[used]
         n_h, winners, key = int((~unseen).sum()), winners.to_numpy()[~unseen], key[rows]
+        vote_weight = vote_weight[~unseen]
         unseen = unseen[~unseen]
     if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
@@ -205,7 +214,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     cluster_pair_key = np.zeros(n_clusters, dtype=np.int64)
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
-    n_human = np.bincount(hc, minlength=n_clusters).astype(float)
+    n_human = np.bincount(hc, vote_weight, minlength=n_clusters)
     return PPIData(
         models=models,
         i=pairs // m,
@@ -214,7 +223,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
         n_judge=judged.astype(float),
         yhat_judge=np.where(judged, verdict, 0.0),
         n_human=n_human,
-        y_human=np.bincount(hc, hy, n_clusters),
+        y_human=np.bincount(hc, hy * vote_weight, n_clusters),
         yhat_human=n_human * verdict,
         weight=np.ones(n_clusters),
         n_battles=np.bincount(a, minlength=m) + np.bincount(b, minlength=m),
@@ -483,22 +492,36 @@ class PPIRatings:
     judge: str
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
+    n_human_left_out: int = 0  # people's votes on pairs the judge gave no verdict on
+    design: PicksDesign | None = None  # None: people's pairs taken as a uniform sample
 
     def summary(self) -> dict:
-        return {
+        out = {
             "judge": self.judge,
+            "design": "uniform" if self.design is None else self.design.name,
             "n_human": int(round(self.fit.n_human)),
+            "n_human_left_out": self.n_human_left_out,
             "n_human_pairs": self.fit.n_human_pairs,
             "n_judge": int(round(self.fit.n_judge)),
             "lambda": self.fit.lam,
             "effective_human_votes": self.fit.effective_human_votes,
         }
+        if self.design is not None:  # the fit's sums are weighted: the counts are the votes'
+            out.update(n_human=self.design.n_votes, effective_human_votes=self.design.effective_votes,
+                       picks=self.design.to_dict())
+        return out
 
     def describe(self) -> str:
         """The CLI's lines under the table: the weight, the counts and what the judge was worth."""
         s = self.summary()
-        return (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
-                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs\n"
+        left_out = (f"; {self.n_human_left_out} human votes left out: on pairs {self.judge} gave no verdict on "
+                    "(parse failures or pairs it never saw)" if self.n_human_left_out else "")
+        design = "" if self.design is None else (
+            f"design: {self.design.name} ({self.design.n_pairs} picked pairs, inclusion probabilities "
+            f"{self.design.min_prob:.3f}-{self.design.max_prob:.3f}), people's votes weighted by their inverse "
+            "(active inference, Zrnic & Candes 2024)\n")
+        return design + (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
+                f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs{left_out}\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
                 "rank sets (ranks consistent with the intervals, Chatzi et al. 2024): "
@@ -530,20 +553,80 @@ def _split(frame: pd.DataFrame, judge: str) -> tuple[pd.DataFrame, pd.DataFrame]
     people = frame["judge_type"] == "human" if "judge_type" in frame.columns else frame["judge"].str.startswith("human")
     human, verdicts = frame[people.to_numpy()], frame[(frame["judge"] == judge).to_numpy()]
     if verdicts.empty:
-        raise ValueError(f"no verdicts of judge {judge!r} in the input")
+        present = sorted(set(frame.loc[~people.to_numpy(), "judge"].astype(str)))
+        raise ValueError(f"no verdicts of judge {judge!r} in the input; the judges there: "
+                         + (", ".join(present) if present else "none (only people's votes)"))
     return human, verdicts
 
 
-def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None) -> PPIRatings:
-    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts."""
+@dataclass(frozen=True)
+class PicksDesign:
+    """The design people's pairs were drawn with: a planner's picks (:mod:`analysis.plan`)."""
+
+    strategy: str  # active or uniform, as the planner wrote it
+    n_pairs: int
+    min_prob: float
+    max_prob: float
+    n_votes: int  # people's votes (the fit's counts are weighted)
+    effective_votes: float  # votes on uniform picks, people alone, for intervals as narrow
+
+    @property
+    def name(self) -> str:
+        return f"picks:{self.strategy}"
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "n_pairs": self.n_pairs, "min_inclusion_prob": self.min_prob,
+                "max_inclusion_prob": self.max_prob, "weighting": "inverse inclusion probability"}
+
+
+def picks_inclusion(human: pd.DataFrame, picks: pd.DataFrame) -> np.ndarray:
+    """Each vote's inclusion probability, looked up by its pair_id in ``picks`` (``pair_id``,
+    ``inclusion_prob``); a vote on a pair outside the picks raises ``ValueError`` naming how many."""
+    prob = picks.assign(pair_id=picks["pair_id"].astype(str)).drop_duplicates("pair_id")
+    prob = prob.set_index("pair_id")["inclusion_prob"]
+    if "pair_id" not in human.columns:
+        raise ValueError("the human votes have no pair_id: votes are matched to the picks by it")
+    found = human["pair_id"].astype(str).map(prob).to_numpy(dtype=float)
+    outside = np.isnan(found)
+    if outside.any():
+        raise ValueError(f"{int(outside.sum())} human votes are on pairs outside the picks "
+                         f"({human['pair_id'][outside].nunique()} pairs): their inclusion probability is unknown, "
+                         "so the design-weighted ratings cannot use them; rate them without --picks or leave them out")
+    return found
+
+
+def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None,
+                picks: pd.DataFrame | None = None) -> PPIRatings:
+    """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts.
+
+    With ``picks`` (a planner's ``pair_id``, ``inclusion_prob`` and ``strategy`` rows) people's
+    votes are weighted by their pairs' inverse inclusion probabilities (see :func:`ppi_data`)."""
     human, verdicts = _split(frame, judge)
-    data = ppi_data(human, verdicts, repr(judge))
+    inclusion = None if picks is None else picks_inclusion(human, picks)
+    # As the report does (analysis.judging.worth): people's votes on pairs the judge gave no verdict on
+    # (its parse failures, pairs it never saw) have no prediction, so they are left out and counted.
+    data = ppi_data(human, verdicts, repr(judge), unjudged="leave out", inclusion=inclusion)
+    unweighted = data if picks is None else ppi_data(human, verdicts, repr(judge), unjudged="leave out")
+    n_left_out = len(human) - round(unweighted.totals()[0])
     fit = fit_ppi(data, lam)
+    design = None
+    if picks is not None:
+        # What people's votes alone are worth: their unweighted fit's widths stand for votes on
+        # uniform picks (its centre is biased on active picks, its spread is a uniform sample's).
+        alone = fit_ppi(unweighted, 0.0)
+        ratio = _mean_sd(alone.classical_covariance[None])[0] / _mean_sd(fit.covariance[None])[0]
+        strategy = str(picks["strategy"].iloc[0]) if "strategy" in picks.columns and len(picks) else "given"
+        design = PicksDesign(strategy=strategy, n_pairs=int(picks["pair_id"].nunique()),
+                             min_prob=float(picks["inclusion_prob"].min()), max_prob=float(picks["inclusion_prob"].max()),
+                             n_votes=len(human) - n_left_out,
+                             effective_votes=float((len(human) - n_left_out) * ratio ** 2))
     n = data.n_battles
     interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by pair_id "
-                f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)")
+                f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)"
+                + ("" if design is None else f", {design.name} weighted by inverse inclusion probability"))
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
-    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts))
+    return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
+                      n_human_left_out=n_left_out, design=design)
 
 
 @dataclass(frozen=True)

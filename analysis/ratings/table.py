@@ -9,7 +9,16 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-__all__ = ["RatingTable", "make_table", "rank_with_uncertainty", "z_two_sided"]
+__all__ = ["MIN_UNITS", "RatingTable", "make_table", "rank_with_uncertainty", "withhold_thin", "z_two_sided"]
+
+# Intervals and ranks need this many clustered units (pairs; votes where there is no pair_id).
+# A cluster-robust variance from G clusters rests on about G - 1 degrees of freedom, and with
+# fewer than about ten its Wald intervals cover far less than stated (Cameron and Miller 2015,
+# "A Practitioner's Guide to Cluster-Robust Inference", sec. VI); a bootstrap over a handful of
+# pairs has the same problem, since it can only redraw those few.
+MIN_UNITS = 10
+# An interval narrower than this (Elo points) is zero width once printed.
+_FLAT = 0.05
 
 _COLUMNS = ["model", "rating", "lower", "upper", "rank", "n"]
 
@@ -76,6 +85,30 @@ class RatingTable:
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
+
+
+def withhold_thin(result: RatingTable, n_units: int, unit: str = "pairs") -> RatingTable:
+    """``result`` without the interval claims the data cannot carry: every interval and rank
+    blanked below :data:`MIN_UNITS` clustered units, and any interval of zero width (e.g. a
+    judge that always picks the first-shown response, seen in both orders: each pair's votes
+    cancel, so every resample, and the clustered variance, see no spread), each with a warning."""
+    table, warns = result.table.copy(), list(result.warnings)
+    if n_units < MIN_UNITS:
+        blank = np.ones(len(table), dtype=bool)
+        warns.append(f"only {n_units} {unit}: no intervals or ranks below {MIN_UNITS} (clustered intervals from so "
+                     "few units cover far less than they state); the ratings are point estimates only")
+    else:
+        blank = (table["upper"] - table["lower"]).to_numpy(dtype=float) < _FLAT
+        if blank.any():
+            warns.append(f"no interval for {', '.join(table.loc[blank, 'model'].astype(str))}: it would have zero "
+                         "width (the votes on each pair cancel, e.g. a judge that picks one display position in "
+                         "both orders), which is no measure of how sure the rating is")
+    if not blank.any():
+        return result
+    table.loc[blank, ["lower", "upper"]] = np.nan
+    table["rank"] = rank_with_uncertainty(table["lower"], table["upper"])
+    return RatingTable(method=result.method, table=table, coefficients=result.coefficients,
+                       interval=result.interval, warnings=tuple(warns))
 
 
 def _number(value):

@@ -69,14 +69,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import cluster_codes, fit_logit
+from pairlab.resources import data_file
 
 from .table import z_two_sided
 
 __all__ = ["LengthControl", "WinRateTable", "alpaca_eval_length_control", "find_baseline", "length_controlled",
            "win_rates"]
 
-_DATA = Path(__file__).resolve().parents[2] / "data"
-LENGTH_CONTROL_FILE = _DATA / "alpaca_eval_length_control.json"
+LENGTH_CONTROL_FILE = data_file("alpaca_eval_length_control.json")
 
 _TIE_SCORE = 0.5
 # Preferences are clipped before taking logits for the difficulty proxy (weighted

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -34,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true",
                    help="skip rows that cannot be read (each one listed) instead of stopping at the first")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--all-votes", action="store_true",
+                   help="analyse every vote, also those the arena's leaderboard does not count (cast on named "
+                        "models, identity leaks, set aside by vote hygiene, prompt-set votes); by default they are "
+                        "left out, as analysis.ratings leaves them out, and the report says how many")
     p.add_argument("--humans", metavar="JUDGE-PREFIX",
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
                         "'human:<id>' always are)")
@@ -49,6 +55,18 @@ def _parser() -> argparse.ArgumentParser:
                         f"once there are {PARALLEL_ROWS:,} verdicts or more, else 1); the numbers do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _count_notes(issues: list[str]) -> str:
+    """"31 rows read with a remark (25 ... unparseable verdict, 6 ... read as the text)": the notes
+    grouped by what they say, file and row left out."""
+    from collections import Counter
+
+    kinds = Counter(re.sub(r"^.*?: (idx|line|row) [^:]*: ", "", issue).split(" '")[0].split(", read as")[0]
+                    for issue in issues)
+    groups = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common(3))
+    more = f", {len(kinds) - 3} other kinds" if len(kinds) > 3 else ""
+    return f"{len(issues)} rows read with a remark ({groups}{more})"
 
 
 def _positive(text: str) -> int:
@@ -86,10 +104,13 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
     from analysis.report.render import write_report
+    from pairlab.ratable import leaderboard_votes
 
     try:
         table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
@@ -101,8 +122,14 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         why = f" ({skipped[0]})" if skipped else ""
         fail("no records found in " + ", ".join(args.votes) + why)
     issues = [str(i) for i in skipped]
-    for issue in issues:
-        print(f"note: {issue}", file=sys.stderr)
+    table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
+    if not len(table):
+        fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
+    if issues:  # the detail goes into the report; the terminal gets one line
+        print(f"note: {_count_notes(issues)}: each one is listed in the report", file=sys.stderr)
+    if rule_note:
+        issues.append(rule_note)
+        print(f"note: {rule_note}", file=sys.stderr)
     timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)

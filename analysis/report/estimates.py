@@ -27,7 +27,7 @@ from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 from pairlab.models import family_of
 from pairlab.records import Record
 
-__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "rating_frames"]
+__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "judge_worth_alone", "rating_frames"]
 
 STRONG_WEIGHT = 3.0  # Arena-Hard-Auto counts a strong verdict (A>>B) as three battles
 WEIGHTING = (
@@ -240,11 +240,8 @@ def _build_report(
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
-    person = record_table.is_person(table, human_prefix)
-    # A judge run in two modes or with two templates is two raters, never one mixture.
-    table, split_notes = split_settings(table, person)
+    table, person, usable, split_notes = _raters(table, human_prefix)
     issues = (*issues, *split_notes)
-    usable = table["parse_error"].isna().to_numpy()
     pooled = panel_table(table[usable], person[usable]) if panel else table.iloc[:0]
     if len(pooled) and (table["judge"] == PANEL).any():
         raise ValueError(f"a judge is already named {PANEL!r}: rename it, or build the report without the panel")
@@ -267,7 +264,7 @@ def _build_report(
                  for name, rows in by_rater.items()}
     references = {name: _choose_reference(name, _shared_pairs(name, pair_sets), families)
                   for name in by_rater if name != HUMAN_RATER}
-    battle_frames = rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
+    battle_frames = _battle_frames(table, person, usable)
     names = sorted(by_rater, key=lambda n: (n != HUMAN_RATER, n))
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
 
@@ -365,6 +362,34 @@ def _build_report(
         worth_notes=worth_notes,
         without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
     )
+
+
+def _raters(table: pd.DataFrame, human_prefix: str | None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str]]:
+    """The table with each judge's settings apart, who is a person, which rows carry a verdict, and notes."""
+    person = record_table.is_person(table, human_prefix)
+    # A judge run in two modes or with two templates is two raters, never one mixture.
+    table, notes = split_settings(table, person)
+    return table, person, table["parse_error"].isna().to_numpy(), notes
+
+
+def _battle_frames(table: pd.DataFrame, person: np.ndarray, usable: np.ndarray) -> dict[str, pd.DataFrame]:
+    """Each rater's battles (people pooled as ``human``), as the raters' ratings read them."""
+    return rating_frames(table[usable], table["judge"].where(~person, HUMAN_RATER)[usable])
+
+
+def judge_worth_alone(table: pd.DataFrame, judge: str, *, human_prefix: str | None = None,
+                      rating_bootstrap: int = 200, seed: int = 0) -> JudgeWorth:
+    """The report's ``ppi`` entry for one judge (:func:`analysis.judging.worth.judge_worth`), without
+    the rest of the report: the same battles, the judge's own ratings beside, the same seed."""
+    table, person, usable, _ = _raters(table, human_prefix)
+    frames = _battle_frames(table, person, usable)
+    if judge not in frames or judge == HUMAN_RATER:
+        raise ValueError(f"no verdicts of judge {judge!r}; judges: {', '.join(n for n in frames if n != HUMAN_RATER)}")
+    alone = _ratings(frames[judge], rating_bootstrap, seed).bt
+    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed)
+    if not found:
+        raise ValueError(notes[0] if notes else f"no human votes on the pairs judge {judge!r} judged")
+    return found[0]
 
 
 @functools.wraps(_build_report)

@@ -23,7 +23,7 @@ from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
-from analysis.report.worth_section import worth_figure
+from analysis.report.worth_section import projection_figure, worth_figure
 
 __all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
 
@@ -67,15 +67,16 @@ def _legend_below(ax, centre: float, ncol: int) -> None:
 def position_figure(report: BiasReport):
     """First-shown win rate, and beside it what happens when the order is swapped (only
     when some rater saw a pair in both orders: an all-empty panel says nothing)."""
-    raters = report.raters
+    # The panel's verdict never saw a display order: it gets no row (its position is its members').
+    colour = {r.rater: _color(i) for i, r in enumerate(report.raters)}  # as in the other figures
+    raters = [r for r in report.raters if not r.panel_members]
     names = [r.rater for r in raters]
     swapped = swapped_seen(report)
     n_panels = 2 if swapped else 1
     height = 0.55 * len(raters) + 0.8
     fig, axes = new_figure((11.0, height), n_panels)
     ax1 = axes[0]
-    # The panel's verdict never saw a display order: no point on its row.
-    intervals(ax1, [(i, None if r.panel_members else r.position.first_rate, r.position.first_rate_ci, _color(i))
+    intervals(ax1, [(i, r.position.first_rate, r.position.first_rate_ci, colour[r.rater])
                     for i, r in enumerate(raters)])
     ax1.axvline(0.5, color="grey", ls="--", lw=1)
     few_ticks(ax1.xaxis)
@@ -272,6 +273,7 @@ def ratings_figure(report: BiasReport):
 FIGURES = {
     "leaderboards": leaderboard_figure, "position": position_figure, "length": length_figure,
     "families": families_figure, "ratings": ratings_figure, "worth": lambda report: worth_figure(report.worth),
+    "projection": lambda report: projection_figure(report.worth),
 }
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["fmt", "fmt_ci", "num"]
+__all__ = ["duration", "fmt", "fmt_ci", "num"]
 
 
 def num(x):
@@ -34,3 +34,14 @@ def fmt(x, digits: int = 3) -> str:
 
 def fmt_ci(ci, digits: int = 3) -> str:
     return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def duration(seconds) -> str:
+    """A time a reader takes in at a glance: "42 s", "74 min", "3.2 h" (not "4423.0")."""
+    if seconds is None or not math.isfinite(float(seconds)):
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

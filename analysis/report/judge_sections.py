@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, num as _num
+from analysis.report.formatting import duration, fmt as _fmt, fmt_ci as _fmt_ci, num as _num
 from analysis.bias.self_preference import SPECIFICATION
 from analysis.judging.variants import BEST_RULE, VARIANTS
 
@@ -140,7 +140,7 @@ def judging_context(report: BiasReport) -> dict:
         cards.append({
             "rater": r.rater, "structure": _fmt(a.prefers_structure), "structure_ci": _fmt_ci(a.prefers_structure_ci),
             "n_structure": a.n_structure, "parse": _fmt(a.parse_failure_rate), "parse_ci": _fmt_ci(a.parse_failure_ci),
-            "n_outputs": a.n_outputs, "seconds": _fmt(a.seconds_per_1000, 1), "note": a.note,
+            "n_outputs": a.n_outputs, "seconds": duration(a.seconds_per_1000), "note": a.note,
         })
     panel = next((r for r in report.raters if r.panel_members), None)
     ps = panel.panel if panel else None

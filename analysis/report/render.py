@@ -23,7 +23,6 @@ from analysis.report.worth_section import worth_context
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
     rows = []
@@ -182,7 +181,7 @@ def _env():
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
+        loader=jinja2.PackageLoader("analysis.report", "templates"), autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
         trim_blocks=True, lstrip_blocks=True,
     )
 

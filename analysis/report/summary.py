@@ -17,7 +17,14 @@ from analysis.judging.worth import JudgeWorth
 from analysis.report.estimates import BiasReport, RaterReport
 from analysis.stats import HUMAN_RATER
 
-__all__ = ["Finding", "SummaryBlock", "strongest_bias", "summary_blocks", "summary_json"]
+__all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "follows_position", "strongest_bias", "summary_blocks",
+           "summary_json"]
+
+FOLLOWS_POSITION = "its verdicts follow the display order, not the answers: do not use them"
+# "Near 0": a judge that reads the answers and flips a coin on close calls keeps its verdict on about
+# half the swapped pairs; one that picks a position keeps it on none.
+_FOLLOWS_MAX_CONSISTENCY = 0.2
+_FOLLOWS_MIN_PAIRS = 3
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,41 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
     return max(found, key=lambda f: abs(f.size), default=None)
 
 
+def follows_position(r: RaterReport) -> bool:
+    """Does the judge name the same winner in both orders on (almost) no pair shown both ways?"""
+    p = r.position
+    return (p.consistency is not None and p.n_swapped_pairs >= _FOLLOWS_MIN_PAIRS
+            and p.consistency <= _FOLLOWS_MAX_CONSISTENCY)
+
+
+def _follows_line(r: RaterReport, members: list[RaterReport]) -> str | None:
+    """The opening warning for a judge (or a panel whose every member) that follows position."""
+    if follows_position(r):
+        p = r.position
+        return (f"Position: the same verdict in both orders on {_pct(p.consistency)} of {p.n_swapped_pairs} pairs "
+                f"shown both ways: {FOLLOWS_POSITION} (judges.run's OUT.pairs.jsonl holds its order-averaged "
+                "verdicts, the only reading of it worth a look).")
+    if members and all(follows_position(m) for m in members):
+        return (f"Position: every member ({', '.join(m.rater for m in members)}) names the same winner in both "
+                f"orders on almost no pair, so {FOLLOWS_POSITION}.")
+    return None
+
+
+def _length_lean(r: RaterReport, people: RaterReport | None) -> str:
+    """The judge's own length coefficient when it excludes 0, beside people's: a lean people share is
+    no bias against them, but the reader should still see it."""
+    ln = r.length
+    if ln.coef is None or not ln.coef_ci or ln.coef_ci[0] <= 0 <= ln.coef_ci[1]:
+        return ""
+    text = (f" It does prefer {'longer' if ln.coef > 0 else 'shorter'} responses (length coefficient "
+            f"{ln.coef:.2f} [{ln.coef_ci[0]:.2f}, {ln.coef_ci[1]:.2f}])")
+    base = people.length if people is not None else None
+    if base is not None and base.coef is not None and base.coef_ci:
+        text += (f"; people's is {base.coef:.2f} [{base.coef_ci[0]:.2f}, {base.coef_ci[1]:.2f}]: a lean people "
+                 "share is not counted as bias against them")
+    return text + "."
+
+
 def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
     a = r.agreement
     base = people.agreement if people else None
@@ -132,6 +174,12 @@ def _action(name: str, w: JudgeWorth | None, bias: Finding | None) -> str:
             f"budget on more human votes rather than on this judge, and do not use its ratings alone.")
 
 
+def _do_not_use(name: str) -> str:
+    return (f"Do not use {name}'s verdicts as given: read its order-averaged verdicts (OUT.pairs.jsonl) at most, and "
+            "for verdicts that follow the answers use a judge that can read them (an open judge on a GPU, or one "
+            "behind an OpenAI-compatible server).")
+
+
 def _no_people_lines(r: RaterReport) -> tuple[str, ...]:
     lines = ["No human votes in the data: how often this judge agrees with people and how many human votes it is "
              "worth cannot be measured."]
@@ -159,25 +207,38 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         if r.is_human:
             continue
         bias = strongest_bias(r, people)
-        bias_line = ("Strongest bias: it " + bias.text + "." if bias else
-                     "Strongest bias: none detected (position, length and self-family intervals all include no bias).")
+        members = [raters[m] for m in r.panel_members if m in raters]
+        follows = _follows_line(r, members)
+        # Against people where they voted: a lean the judge shares with them is not counted as its bias.
+        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family vs "
+                   "agreement with people)" if people is not None else "Strongest bias")
+        if bias:
+            bias_line = f"{against}: it {bias.text}."
+        elif follows:
+            bias_line = f"{against}: position ({FOLLOWS_POSITION})."
+        else:
+            bias_line = (f"{against}: none detected (position, length and self-family intervals all include no "
+                         "bias)." + _length_lean(r, people))
         if people is None or r.reference != HUMAN_RATER:
             if people is None and bias is not None and bias.kind == "length":
                 bias_line = "Strongest bias: its length preference (above)."
             lines = (*_no_people_lines(r), bias_line) if people is None else (
                 "People voted, but on none of this judge's pairs: its agreement with people cannot be measured.",
                 bias_line)
+            lines = (follows, *lines) if follows else lines
             action = ("Collect people's votes on a random sample of a few hundred of these pairs and rerun: the "
                       "report will then say how often the judge agrees with people and how many votes it is worth."
                       if people is None else _action(r.rater, None, bias))
+            action = _do_not_use(r.rater) if follows else action
             blocks.append(SummaryBlock(r.rater, people is not None, lines, action, None, None, bias))
             continue
         agree_line, agree = _agreement(r, people)
         w = worth.get(r.rater)
         lines = (agree_line, _worth_line(w) if w else "Worth: not measured (see the notes of the PPI section).",
                  bias_line)
+        lines = (follows, *lines) if follows else lines
         blocks.append(SummaryBlock(
-            r.rater, True, lines, _action(r.rater, w, bias), agree,
+            r.rater, True, lines, _do_not_use(r.rater) if follows else _action(r.rater, w, bias), agree,
             None if w is None else {"effective_human_votes": w.effective_votes, "ci": w.effective_ci,
                                     "n_human": w.n_human, "ratio": w.ratio, "ratio_ci": w.ratio_ci},
             bias,

@@ -11,7 +11,7 @@ from analysis.report.formatting import fmt as _fmt, num as _num
 from analysis.report.plotting import (LABEL, PAD, TICK, X_TICKS, color, new_figure, place, text_height, text_width,
                                       tick_labels, tick_width)
 
-__all__ = ["worth_context", "worth_figure", "worth_json"]
+__all__ = ["projection_figure", "worth_context", "worth_figure", "worth_json"]
 
 READ = (
     "Prediction-powered inference (PPI++, Angelopoulos, Duchi and Zrnic 2023; for Bradley-Terry ratings Boyeau et "
@@ -85,6 +85,8 @@ def worth_json(w: JudgeWorth) -> dict:
             "rank_set": list(row["rank_set"]),
         } for row in w.ratings.to_dict("records")],
         "lambda_all_votes": _num(w.lam_all),
+        "projection": None if w.projection is None else [
+            {k: _num(v) for k, v in row.items()} for row in w.projection.to_dict("records")],
     }
 
 
@@ -103,9 +105,10 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     for axis in (ax.xaxis, ax.yaxis):  # plain numbers, not powers of ten
         axis.set_major_formatter(ScalarFormatter())
         axis.set_minor_formatter(NullFormatter())
-    ax.set_xticks([t for t in (100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
-                   if min(p.n_votes for w in worth for p in w.curve) / 1.5 <= t
-                   <= 1.5 * max(p.n_votes for w in worth for p in w.curve)])
+    # 1-1.5-2-3-5-7 per decade: a curve over 100-600 votes had only 100, 200 and 500 to read it by.
+    ax.set_xticks([t for t in (round(10 ** e * m) for e in range(1, 6) for m in (1, 1.5, 2, 3, 5, 7))
+                   if min(p.n_votes for w in worth for p in w.curve) / 1.2 <= t
+                   <= 1.2 * max(p.n_votes for w in worth for p in w.curve)])
     widths = [v for w in worth for p in w.curve for v in (p.people, p.people_and_judge)]
     ax.set_yticks([t for t in (10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 1000)
                    if min(widths) / 1.3 <= t <= 1.3 * max(widths)])
@@ -117,6 +120,41 @@ def worth_figure(worth: tuple[JudgeWorth, ...]):
     ax.legend(fontsize=8, loc="upper right")
     left = PAD + text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK
     right = PAD + max(map(text_width, tick_labels(ax.xaxis)), default=0.0) / 2  # half the last tick label
+    bottom = PAD + X_TICKS + text_height(ax.get_xlabel())
+    place(ax, left, bottom, 6.4 - left - right, 3.8 - bottom - PAD)
+    return fig
+
+
+def projection_figure(worth: tuple[JudgeWorth, ...]):
+    """Expected mean 95% interval width against the votes still to collect, past those in hand,
+    under the planner's active and uniform picks (:mod:`analysis.plan`). None where people
+    already voted on every pair."""
+    shown = [w for w in worth if w.projection is not None and len(w.projection) > 1]
+    if not shown:
+        return None
+    fig, (ax,) = new_figure((6.4, 3.8), yscale="log")
+    for k, w in enumerate(shown):
+        curve = w.projection[w.projection["more_votes"] > 0]
+        ax.plot(curve["more_votes"], curve["active"], "-", color=color(k + 1), label=f"{w.judge}: active picks")
+        ax.plot(curve["more_votes"], curve["uniform"], "--", color=color(k + 1), label=f"{w.judge}: uniform picks")
+    ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter, StrMethodFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers, not powers of ten
+        axis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
+        axis.set_minor_formatter(NullFormatter())
+    most = max(w.projection["more_votes"].max() for w in shown)
+    ax.set_xticks([t for t in (1, 10, 100, 1000, 10000, 100000, 1000000) if t <= 1.5 * most])
+    widths = [v for w in shown for column in ("active", "uniform") for v in w.projection[column]]
+    ax.set_yticks([t for t in (5, 10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 1000)
+                   if min(widths) / 1.3 <= t <= 1.3 * max(widths)])
+    ax.set_xlabel("more human votes (one per picked pair), past the votes in hand")
+    ax.set_ylabel("expected mean 95% width (Elo)")
+    ax.minorticks_off()
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    left = PAD + text_height(ax.get_ylabel()) + LABEL + tick_width(ax.yaxis) + TICK
+    right = PAD + max(map(text_width, tick_labels(ax.xaxis)), default=0.0) / 2
     bottom = PAD + X_TICKS + text_height(ax.get_xlabel())
     place(ax, left, bottom, 6.4 - left - right, 3.8 - bottom - PAD)
     return fig

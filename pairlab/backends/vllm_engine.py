@@ -20,7 +20,7 @@ def _require_vllm():
         import vllm
     except ImportError:
         raise BackendError(
-            "the vllm backend needs `pip install vllm` on a machine with a CUDA GPU; "
+            "the vllm backend needs `pip install 'pairlab[vllm]'` on a machine with a CUDA GPU; "
             "on CPU use --backend transformers, or --backend openai against a vLLM server"
         ) from None
     import torch

@@ -1,0 +1,525 @@
+"""Which pairs should people vote on, and how many more votes are needed.
+
+A judge gives a verdict on every pair; people can vote on a few. Prediction-powered
+ratings (:mod:`analysis.ratings.ppi`) correct the judge with people's votes; active
+statistical inference (Zrnic & Candes 2024, "Active Statistical Inference", ICML) chooses
+those few pairs: each pair is drawn for people independently (Poisson sampling) with a
+known probability ``pi``, larger where the judge is likely wrong, and people's votes are
+weighted by ``1 / pi`` so the estimate stays unbiased whatever the picks
+(``analysis.ratings --picks``). With ``v`` the expected squared residual of people's
+outcome around the judge's verdict and ``h`` the pair's weight in the summed variance of
+the ratings, ``pi`` proportional to ``sqrt(v h)`` minimises that variance at a fixed
+budget (their sec. 4, the square-root rule of optimal allocation), a reduction of
+``1 - (E sqrt(v h))^2 / E(v h)`` of the design's variance against uniform picks. That
+gain is estimated from the data before picking (:func:`predicted_gain`); a share
+:data:`MIX` of the budget is spread uniformly so no pair's probability is near 0.
+
+Where ``v`` comes from (:func:`residual_variance`): the judge's probability for the pair
+when it gives one (``prob_a``), its two orders (a pair judged both ways with different
+winners is a tie, whose residual is large), other judges' verdicts on the same pair (their
+disagreement), and, when people already voted on some pairs, those votes: the pairs are
+binned by the signals' predicted residual and each bin's residual is measured on people's
+votes (shrunk to the pooled mean), so an overconfident signal is corrected by the data.
+
+The predicted covariance of the ratings at a design (:func:`predicted_covariance`) is the
+sandwich of the full-label information ``J = sum_pairs p(1-p) x x^T`` with ``x = e_i - e_j``:
+``J^-1 + J^-1 (sum_pairs v (1/pi - 1) x x^T) J^-1``, the design's inflation over labelling
+every pair, ``v`` there being the rectifier's variance at the PPI++ weight ``lambda`` that
+the fit would choose (``v`` itself at lambda = 1, ``p(1-p)`` at 0: people alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.ratings.bt import ELO_SCALE, _regularised_inverse
+from analysis.ratings.counts import PairCounts, _encode_models, bincount_rows, encode_winners
+from analysis.ratings.likelihoods import _laplacian
+from analysis.ratings.ppi import _outcome_from_i
+from analysis.ratings.table import z_two_sided
+
+__all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
+           "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "projection", "main"]
+
+MIX = 0.2  # share of the budget spread uniformly (Zrnic & Candes mix with the uniform rule)
+GAIN_WORTH = 0.10  # a smaller predicted variance reduction is not worth non-uniform picks
+# Without people's votes or the judge's probabilities a hard verdict's reliability is
+# unknown: it is taken as right 85% of the time, the agreement of good judges with people
+# on decisive pairs (PandaLM's judges agree with its annotators on 70-80% of pairs with ties).
+_PRIOR_RIGHT = 0.85
+_SHRINK = 20.0  # votes' worth of the signals' prediction in a calibrated bin
+_MIN_CALIBRATION_VOTES = 30
+_BINS = 4
+_GRID = 200  # budgets tried for "how many more"
+_LAMBDAS = np.linspace(0.0, 1.0, 6)  # PPI++ weights tried in the prediction
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Per pair the judge saw: its models (``i < j``), the judge's both-orders verdict ``verdict``
+    (1 a win of model ``i``, 0 a loss, 1/2 a tie), ``soft`` the signals' probability that people
+    prefer ``i``, and people's votes in hand (``n_votes``, ``sq_residual`` their summed squared
+    residual around the verdict)."""
+
+    models: pd.Index
+    pair_id: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    verdict: np.ndarray
+    soft: np.ndarray
+    n_votes: np.ndarray
+    y_votes: np.ndarray  # their summed outcomes
+    sq_residual: np.ndarray
+    signals: tuple[str, ...]
+
+    def counts(self, wins: np.ndarray | None = None, totals: np.ndarray | None = None) -> PairCounts:
+        """Per-pair ``wins`` of ``i`` out of ``totals`` summed per model pair, as :class:`PairCounts`
+        (what the fits, the Laplacian and the inverse helpers take)."""
+        m = len(self.models)
+        keys, model_pair = np.unique(self.i * m + self.j, return_inverse=True)
+        wins = np.zeros(len(self.i)) if wins is None else wins
+        totals = np.zeros(len(self.i)) if totals is None else totals
+        w, t = (np.bincount(model_pair, x, len(keys)) for x in (wins, totals))
+        return PairCounts(self.models, keys // m, keys % m, w, t - w, np.zeros(len(keys)), np.zeros(m, np.int64))
+
+    def per_model_pair(self, values: np.ndarray) -> np.ndarray:
+        """Per-pair values (last axis) summed per model pair, in the order of :meth:`counts`."""
+        m = len(self.models)
+        keys, model_pair = np.unique(self.i * m + self.j, return_inverse=True)
+        return bincount_rows(model_pair, np.asarray(values, float), len(keys))
+
+
+def _verdict_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Drop records without a verdict (parse failures)."""
+    if "parse_error" in frame.columns:
+        frame = frame[frame["parse_error"].isna().to_numpy()]
+    return frame
+
+
+def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
+    """The judge's verdicts per pair, the uncertainty signals beside them and people's votes in hand.
+
+    ``frame`` holds battle records (``pair_id, model_a, model_b, winner, judge``, optional
+    ``judge_type`` and ``prob_a``): ``judge``'s verdicts on every pair that may be picked,
+    other LLM judges' verdicts (their disagreement is a signal) and people's votes so far.
+    """
+    frame = _verdict_rows(frame)
+    if "pair_id" not in frame.columns:
+        raise ValueError("the verdicts have no pair_id: the picks name pairs by it")
+    people = (frame["judge_type"] == "human" if "judge_type" in frame.columns
+              else frame["judge"].astype(str).str.startswith("human")).to_numpy()
+    own = (frame["judge"] == judge).to_numpy()
+    if not own.any():
+        raise ValueError(f"no verdicts of judge {judge!r} in the input")
+    if frame["pair_id"].isna().any():
+        raise ValueError(f"{int(frame['pair_id'].isna().sum())} records have no pair_id")
+    a, b, models = _encode_models(frame["model_a"], frame["model_b"])
+    if (a == b).any():
+        raise ValueError("a model cannot battle itself (model_a == model_b)")
+    outcome = _outcome_from_i(a, b, encode_winners(frame["winner"]))
+    prob = (frame["prob_a"].to_numpy(dtype=float) if "prob_a" in frame.columns else np.full(len(frame), np.nan))
+    prob = np.where(a < b, prob, 1.0 - prob)  # seen from model i, as the outcome
+    rows = pd.DataFrame({"pair_id": frame["pair_id"].astype(str).to_numpy(), "i": np.minimum(a, b),
+                         "j": np.maximum(a, b), "judge": frame["judge"].astype(str).to_numpy(),
+                         "outcome": outcome,
+                         # a hard verdict is not a certainty: see _PRIOR_RIGHT
+                         "soft": np.where(np.isnan(prob), 0.5 + (2 * _PRIOR_RIGHT - 1) * (outcome - 0.5), prob)})
+    mine = rows[own].groupby("pair_id", sort=False)
+    pairs = mine.agg(i=("i", "first"), j=("j", "first"), verdict=("outcome", "mean"), n_orders=("outcome", "size"),
+                     soft=("soft", "mean"))
+    if (mine["i"].nunique() > 1).any() or (mine["j"].nunique() > 1).any():
+        raise ValueError(f"judge {judge!r} gives one pair_id to different model pairs "
+                         f"({int(((mine['i'].nunique() > 1) | (mine['j'].nunique() > 1)).sum())} pair_ids)")
+    signals = []
+    if np.isfinite(prob[own]).any():
+        signals.append("the judge's probabilities")
+    if (pairs["n_orders"] > 1).any():
+        signals.append("the judge's two orders")
+    # Each judge's per-pair soft verdict, then their mean over judges: other judges'
+    # disagreement with this one pulls the pair's probability towards 1/2.
+    others = ~own & ~people
+    if others.any():
+        per_judge = rows[others].groupby(["pair_id", "judge"], sort=False)["soft"].mean()
+        other_sum = per_judge.groupby(level=0).sum().reindex(pairs.index, fill_value=0.0)
+        other_n = per_judge.groupby(level=0).size().reindex(pairs.index, fill_value=0)
+        signals.append(f"{rows.loc[others, 'judge'].nunique()} other judge(s)' agreement")
+    else:
+        other_sum = other_n = 0.0
+    soft = (pairs["soft"].to_numpy() + other_sum) / (1 + other_n)
+    # People's votes in hand: on pairs the judge saw, their squared residual around its verdict.
+    voted = rows[people]
+    unseen = ~voted["pair_id"].isin(pairs.index)
+    if unseen.any():
+        raise ValueError(f"{int(unseen.sum())} human votes are on pairs judge {judge!r} never judged "
+                         f"({voted.loc[unseen, 'pair_id'].nunique()} pairs): the planner picks among judged pairs")
+    verdict = pairs["verdict"]
+    residual = (voted["outcome"].to_numpy() - verdict.reindex(voted["pair_id"]).to_numpy()) ** 2
+    by_pair = pd.DataFrame({"pair_id": voted["pair_id"].to_numpy(), "r": residual,
+                            "y": voted["outcome"].to_numpy()}).groupby("pair_id")
+    n_votes = by_pair.size().reindex(pairs.index, fill_value=0).to_numpy()
+    sums = by_pair[["r", "y"]].sum().reindex(pairs.index, fill_value=0.0)
+    used = np.zeros(len(models), dtype=bool)
+    used[pairs["i"].to_numpy()] = used[pairs["j"].to_numpy()] = True
+    code = np.cumsum(used) - 1  # models the judge never saw are not rated here
+    return Pairs(models=models[used], pair_id=pairs.index.to_numpy(), i=code[pairs["i"].to_numpy()],
+                 j=code[pairs["j"].to_numpy()], verdict=verdict.to_numpy(), soft=np.asarray(soft, float),
+                 n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(),
+                 signals=tuple(signals))
+
+
+def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
+    """Each pair's expected squared residual ``v = E (y - verdict)^2`` of a person's outcome ``y``,
+    and whether people's votes in hand calibrated it.
+
+    From the signals: with ``q`` the probability that people prefer ``i``, ``E y^2 ~ q`` (a tie
+    counted as a half win, rarely) gives ``v = q (1 - 2 verdict) + verdict^2``. With at least
+    :data:`_MIN_CALIBRATION_VOTES` votes in hand, pairs are cut into up to :data:`_BINS` bins of
+    that prediction and each bin's ``v`` moves by the mean gap between its votes' squared
+    residuals and their prediction, shrunk by :data:`_SHRINK` votes' worth of no gap.
+    """
+    q, verdict = pairs.soft, pairs.verdict
+    v = np.clip(q * (1 - 2 * verdict) + verdict ** 2, 0.0, 1.0)
+    votes = pairs.n_votes.sum()
+    if votes < _MIN_CALIBRATION_VOTES:
+        return v, False
+    ranks = pd.Series(v).rank(method="dense")
+    bins = pd.qcut(ranks, min(_BINS, int(ranks.max())), labels=False, duplicates="drop").to_numpy()
+    n = np.bincount(bins, pairs.n_votes)
+    measured = np.bincount(bins, pairs.sq_residual)
+    predicted = np.bincount(bins, pairs.n_votes * v)
+    # Per bin, the votes' mean residual beyond the signals' prediction for them, shrunk towards
+    # none; added to every pair of the bin, so the signals' order inside it is kept.
+    offset = (measured - predicted) / (n + _SHRINK)
+    return np.clip(v + offset[bins], 0.0, 1.0), True
+
+
+def _information(pairs: Pairs, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``J^-1`` (on centred ratings) of people voting once on every pair, and the win probabilities."""
+    p = 1.0 / (1.0 + np.exp(-(theta[pairs.i] - theta[pairs.j])))
+    counts = pairs.counts()
+    return _regularised_inverse(_laplacian(counts, pairs.per_model_pair(p * (1 - p))), counts, 0.0), p
+
+
+def influence(pairs: Pairs, inverse: np.ndarray) -> np.ndarray:
+    """``h = x^T J^-2 x``: a pair's weight in the summed variance of the ratings."""
+    square = inverse @ inverse
+    return square[pairs.i, pairs.i] + square[pairs.j, pairs.j] - 2 * square[pairs.i, pairs.j]
+
+
+def predicted_gain(v: np.ndarray, h: np.ndarray) -> float:
+    """``1 - (E sqrt(v h))^2 / E(v h)``: the share of the design's variance that the square-root
+    rule removes against uniform picks (Zrnic & Candes 2024, sec. 4)."""
+    vh = v * h
+    return float(1 - np.mean(np.sqrt(vh)) ** 2 / np.mean(vh)) if np.mean(vh) > 0 else 0.0
+
+
+def inclusion_probs(score: np.ndarray, budget: float | np.ndarray, eligible: np.ndarray | None = None,
+                    mix: float = MIX) -> np.ndarray:
+    """Poisson-sampling probabilities proportional to ``(1 - mix) score / mean(score) + mix``,
+    summing to ``budget`` over the ``eligible`` pairs, none above 1 (a capped pair's excess
+    goes to the others). ``budget`` may be an array: one row of probabilities per budget."""
+    score = np.asarray(score, float)
+    eligible = np.ones(len(score), bool) if eligible is None else eligible
+    mean = score[eligible].mean() if eligible.any() else 0.0
+    base = (1 - mix) * score / mean + mix if mean > 0 else np.ones(len(score))
+    budgets = np.atleast_1d(np.asarray(budget, float))
+    order = np.sort(base[eligible])[::-1]
+    # With the k largest capped at 1, the rest scale by c = (budget - k) / (sum of the rest);
+    # k is the first for which the next largest stays under 1.
+    rest = np.cumsum(order[::-1])[::-1]  # sum of order[k:]
+    k = np.arange(len(order))
+    c = (budgets[:, None] - k[None, :]) / rest[None, :]
+    ok = c * order[None, :] <= 1.0
+    first = np.where(ok.any(axis=1), ok.argmax(axis=1), len(order) - 1)
+    scale = c[np.arange(len(budgets)), first]
+    out = np.clip(scale[:, None] * base[None, :], 0.0, 1.0)
+    out[:, ~eligible] = np.clip(scale[:, None] * base[None, ~eligible], 0.0, 1.0)
+    out[budgets >= eligible.sum()] = 1.0
+    return out if np.ndim(budget) else out[0]
+
+
+def predicted_covariance(pairs: Pairs, inverse: np.ndarray, p: np.ndarray, v: np.ndarray, prob: np.ndarray
+                         ) -> np.ndarray:
+    """The ratings' covariance under inclusion probabilities ``prob`` (one row per design):
+    ``J^-1 + J^-1 D J^-1`` with ``D = sum (1/pi - 1) r x x^T`` and ``r`` the variance of the
+    rectifier ``(y - p) - lambda (verdict - p)``: ``(1 - lambda) a + lambda v + lambda (lambda - 1) b``
+    with ``a = p(1-p)`` (people alone), ``v`` (the residual around the verdict) and
+    ``b = (verdict - p)^2``. Per design the ``lambda`` of :data:`_LAMBDAS` with the smallest
+    summed variance is kept, as PPI++'s tuning picks one ``lambda`` for all pairs."""
+    prob = np.atleast_2d(prob)
+    counts = pairs.counts()
+    inflation = 1.0 / np.maximum(prob, 1e-12) - 1.0
+    a, b = p * (1 - p), (pairs.verdict - p) ** 2
+    best, best_trace = None, None
+    for lam in _LAMBDAS:
+        r = np.clip((1 - lam) * a + lam * v + lam * (lam - 1) * b, 0.0, None)
+        cov = inverse + inverse @ _laplacian(counts, pairs.per_model_pair(inflation * r)) @ inverse
+        trace = np.trace(cov, axis1=1, axis2=2)
+        if best is None:
+            best, best_trace = cov, trace
+        else:
+            better = trace < best_trace
+            best[better], best_trace = cov[better], np.minimum(trace, best_trace)
+    return best
+
+
+def widths(covariance: np.ndarray, level: float = 0.95) -> np.ndarray:
+    """Full widths (upper - lower, Elo points) of the Wald intervals, per design and model."""
+    return 2 * z_two_sided(level) * ELO_SCALE * np.sqrt(np.clip(np.diagonal(covariance, axis1=-2, axis2=-1), 0, None))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chosen inclusion probabilities and what they are expected to give."""
+
+    pairs: Pairs
+    strategy: str
+    budget: float
+    prob: np.ndarray  # combined inclusion probability of each pair (votes in hand included)
+    in_hand: np.ndarray  # pairs people already voted on
+    gain: float
+    calibrated: bool
+    widths: pd.DataFrame  # model, active, uniform (expected widths at this budget)
+    more: pd.DataFrame  # what, models, active, uniform: more votes to reach the target or to separate
+    target_width: float | None
+    curve: pd.DataFrame  # more_votes, active, uniform: expected mean width past the votes in hand
+
+    @property
+    def recommended(self) -> str:
+        return "active" if self.gain >= GAIN_WORTH else "uniform"
+
+
+def _design(score: np.ndarray, in_hand: np.ndarray, budget: float | np.ndarray) -> np.ndarray:
+    """Combined probabilities: pairs in hand were a uniform draw at rate ``pi0``; new picks are
+    drawn among the others with ``pi1`` (summing to ``budget`` over them), so every pair is in
+    the sample with probability ``pi0 + (1 - pi0) pi1``, independently (Poisson sampling)."""
+    pi0 = in_hand.mean()
+    pi1 = inclusion_probs(score, np.minimum(budget, (~in_hand).sum()), eligible=~in_hand)
+    return pi0 + (1 - pi0) * pi1
+
+
+def _more_votes(cov: np.ndarray, budgets: np.ndarray, theta: np.ndarray, models: pd.Index,
+                target: float | None, level: float) -> list[dict]:
+    """Per model (reaching ``target`` width) and adjacent pair in the ranking (separating at
+    ``level``), the smallest budget on the grid that does it; None where labelling every pair
+    would not."""
+    w = widths(cov, level)
+    rows = []
+
+    def first(ok: np.ndarray) -> int | None:
+        return int(budgets[ok.argmax()]) if ok.any() else None
+
+    if target is not None:
+        for k, model in enumerate(models):
+            rows.append({"what": "width", "models": [str(model)], "votes": first(w[:, k] <= target)})
+    order = np.argsort(-theta)
+    z = z_two_sided(level)
+    for hi, lo in zip(order[:-1], order[1:]):
+        sd = np.sqrt(np.clip(cov[:, hi, hi] + cov[:, lo, lo] - 2 * cov[:, hi, lo], 0, None))
+        rows.append({"what": "separate", "models": [str(models[hi]), str(models[lo])],
+                     "votes": first(theta[hi] - theta[lo] > z * sd)})
+    return rows
+
+
+def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str = "active",
+              target_width: float | None = None, level: float = 0.95) -> Plan:
+    """Plan people's next ``budget`` votes (one per picked pair) among ``judge``'s pairs."""
+    if strategy not in ("active", "uniform"):
+        raise ValueError(f"strategy must be active or uniform, not {strategy!r}")
+    if budget <= 0:
+        raise ValueError(f"the budget must be a positive number of votes, not {budget}")
+    pairs = pair_signals(frame, judge)
+    in_hand = pairs.n_votes > 0
+    theta = _strengths(pairs)
+    inverse, p = _information(pairs, theta)
+    v, calibrated = residual_variance(pairs)
+    h = influence(pairs, inverse)
+    score = {"active": np.sqrt(v * h), "uniform": np.ones(len(v))}
+    available = int((~in_hand).sum())
+    if available == 0:
+        raise ValueError("people already voted on every pair the judge saw: there is nothing left to pick")
+    grid = np.unique(np.r_[0, np.round(np.geomspace(1, available, _GRID)), budget].clip(0, available))
+    designs = {name: _design(s, in_hand, grid) for name, s in score.items()}
+    covs = {name: predicted_covariance(pairs, inverse, p, v, d) for name, d in designs.items()}
+    at = int(np.searchsorted(grid, min(budget, available)))
+    table = pd.DataFrame({"model": pairs.models.astype(str), **{name: widths(c[at], level) for name, c in covs.items()},
+                          # no votes in hand: people alone have no interval yet
+                          "now": widths(covs["uniform"][0], level) if in_hand.any() else np.inf})
+    more = {name: _more_votes(c, grid, theta, pairs.models, target_width, level) for name, c in covs.items()}
+    rows = [{**r, "active": r["votes"], "uniform": u["votes"]} for r, u in zip(more["active"], more["uniform"])]
+    for r in rows:
+        del r["votes"]
+    return Plan(pairs=pairs, strategy=strategy, budget=float(min(budget, available)), prob=designs[strategy][at],
+                in_hand=in_hand, gain=predicted_gain(v[~in_hand], h[~in_hand]), calibrated=calibrated,
+                widths=table, more=pd.DataFrame(rows, columns=["what", "models", "active", "uniform"], dtype=object),
+                target_width=target_width,
+                curve=pd.DataFrame({"more_votes": grid, **{name: widths(c, level).mean(axis=1) for name, c in covs.items()}}))
+
+
+def _strengths(pairs: Pairs) -> np.ndarray:
+    """Current log-strengths: people's votes and the judge's verdicts pooled (each pair's mean
+    outcome, a tie half a win), a light ridge keeping them finite; they only weigh the pairs."""
+    from analysis.ratings.bt import newton
+    from analysis.ratings.likelihoods import HalfTie
+
+    total = 1.0 + pairs.n_votes
+    counts = pairs.counts(pairs.verdict + pairs.y_votes, total)
+    theta, _ = newton(HalfTie(), counts, np.zeros(len(pairs.models)), l2=1e-3)
+    return theta
+
+
+def projection(frame: pd.DataFrame, judge: str) -> pd.DataFrame | None:
+    """Expected mean 95% width against votes past those in hand (``more_votes``, ``active``,
+    ``uniform``); None when people already voted on every pair the judge saw."""
+    pairs_left = pair_signals(frame, judge).n_votes == 0
+    return make_plan(frame, judge, 1).curve if pairs_left.any() else None
+
+
+def draw_picks(plan: Plan, rng: np.random.Generator) -> pd.DataFrame:
+    """The picks: pairs in hand and a Poisson draw of the others, each with its inclusion probability.
+
+    A pair not in hand is drawn with probability ``pi1 = (pi - pi0) / (1 - pi0)``, so its
+    probability of being in the sample is the written ``pi`` (see :func:`_design`)."""
+    pi0 = plan.in_hand.mean()
+    pi1 = (plan.prob - pi0) / (1 - pi0) if pi0 < 1 else np.zeros(len(plan.prob))
+    drawn = ~plan.in_hand & (rng.random(len(plan.prob)) < pi1)
+    keep = plan.in_hand | drawn
+    return pd.DataFrame({"pair_id": plan.pairs.pair_id[keep], "inclusion_prob": plan.prob[keep],
+                         "strategy": plan.strategy, "in_hand": plan.in_hand[keep]})
+
+
+def read_picks(path: str) -> pd.DataFrame:
+    """A planner's PICKS.jsonl (``pair_id``, ``inclusion_prob`` per line); a bad line raises
+    ``ValueError`` naming the file and the line."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                raise ValueError(f"{path}:{number}: not a JSON object") from None
+            prob = row.get("inclusion_prob") if isinstance(row, dict) else None
+            if not isinstance(row, dict) or row.get("pair_id") is None or prob is None:
+                raise ValueError(f"{path}:{number}: a pick needs pair_id and inclusion_prob")
+            if not isinstance(prob, (int, float)) or not 0 < prob <= 1:
+                raise ValueError(f"{path}:{number}: inclusion_prob must be in (0, 1], not {prob!r}")
+            rows.append({"pair_id": str(row["pair_id"]), "inclusion_prob": float(prob),
+                         "strategy": str(row.get("strategy", "given"))})
+    if not rows:
+        raise ValueError(f"{path}: no picks")
+    return pd.DataFrame(rows)
+
+
+def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95) -> str:
+    """The planner's report: how it chose, the expected widths and how many more votes."""
+    pairs = plan.pairs
+    n_hand, votes = int(plan.in_hand.sum()), int(pairs.n_votes.sum())
+    lines = [f"{len(pairs.pair_id)} pairs judged, {len(pairs.models)} models; people's votes in hand: {votes} on "
+             f"{n_hand} pairs" + (" (taken as a uniform draw of the pairs)" if n_hand else ""),
+             "uncertainty signals: " + (", ".join(pairs.signals) or "the judge's verdicts only") +
+             ("; calibrated on people's votes in hand" if plan.calibrated else
+              "; not calibrated (fewer than %d votes in hand)" % _MIN_CALIBRATION_VOTES),
+             f"predicted gain of active picks: {plan.gain:.1%} less design variance than uniform picks "
+             "(1 - (E sqrt(v h))^2 / E(v h), Zrnic & Candes 2024)"]
+    if plan.recommended != plan.strategy:
+        lines.append(f"recommended: --strategy {plan.recommended} "
+                     + ("(the judge's uncertainty hardly predicts its errors)" if plan.recommended == "uniform"
+                        else "(the judge's uncertainty predicts its errors)"))
+    lines.append(f"picked {n_picked} new pairs for people ({plan.strategy}, expected {plan.budget:.0f}, seed {seed}; "
+                 f"inclusion probabilities {plan.prob.min():.3f}-{plan.prob.max():.3f}) -> {out}")
+    w = plan.widths
+    width = max(5, *(len(m) for m in w["model"]))
+    lines += ["", f"expected {level:.0%} interval widths (Elo points, upper - lower), people plus judge:",
+              f"{'model':<{width}}  {'now':>7}  {'active':>7}  {'uniform':>7}"]
+    lines += [f"{r.model:<{width}}  {r.now:7.1f}  {r.active:7.1f}  {r.uniform:7.1f}" for r in w.itertuples()]
+    lines += ["", "N more votes (one per picked pair) under each design; '-' if labelling every pair would not do it:"]
+    for r in plan.more.itertuples():
+        what = (f"{r.models[0]}: width <= {plan.target_width:g}" if r.what == "width"
+                else f"{r.models[0]} vs {r.models[1]}: separate at {level:.0%}")
+        lines.append(f"  {what}: {_count(r.active)} active, {_count(r.uniform)} uniform")
+    return "\n".join(lines)
+
+
+def _count(votes) -> str:
+    return "-" if votes is None or pd.isna(votes) else str(int(votes))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.plan",
+        description="Choose which pairs people vote on next, and say how many more votes are needed.\n\n"
+        "Reads a judge's verdicts on every pair (and other judges' verdicts, people's votes so far), "
+        "estimates where the judge is likely wrong (its probabilities, its two orders, other judges' "
+        "disagreement, calibrated on people's votes in hand) and draws about --budget pairs for people "
+        "with known probabilities (Poisson sampling, active statistical inference: Zrnic & Candes 2024). "
+        "Rate the votes collected on them with\n  python -m analysis.ratings --votes ... --judge human "
+        "--ppi JUDGE --picks PICKS.jsonl\nwhich weights each vote by its inverse inclusion probability so "
+        "the intervals stay valid. Prints the predicted gain against uniform picks (uniform is recommended "
+        "when it is under 10%), the expected interval widths and, per model and per adjacent pair in the "
+        "ranking, how many more votes reach --target-width or separate the two at 95%.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="PICKS.jsonl: one row per pair people should vote on: pair_id, inclusion_prob (the probability it "
+        "was drawn with, votes in hand included), strategy, in_hand.\n\nexample:\n  python -m analysis.plan --votes "
+        "verdicts.jsonl votes.jsonl --judge gpt-4o --budget 500 --out picks.jsonl --target-width 40")
+    parser.add_argument("--votes", nargs="+", required=True, metavar="VERDICTS",
+                        help="the judge's verdicts on every candidate pair, other judges' verdicts and people's votes "
+                             "so far (files or folders, any format analysis.ratings reads)")
+    parser.add_argument("--judge", required=True, help="the judge whose verdicts people's votes will correct")
+    parser.add_argument("--budget", type=int, required=True, metavar="N", help="new pairs for people (expected count)")
+    parser.add_argument("--out", required=True, metavar="PICKS.jsonl", help="where the picks are written")
+    parser.add_argument("--strategy", choices=["active", "uniform"], default="active",
+                        help="active: probabilities from the judge's uncertainty, mixed with uniform (default); "
+                             "uniform: every pair alike")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    parser.add_argument("--target-width", type=float, metavar="ELO",
+                        help="interval width to reach (upper - lower, Elo points; 40 means +-20) for 'N more votes'")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON instead of text")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from analysis.frames import load_frame
+    from analysis.ratings.cli import show_warnings
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.target_width is not None and args.target_width <= 0:
+            raise ValueError(f"--target-width must be positive, not {args.target_width:g}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = load_frame(args.votes, include_prompt_set=True)  # a campaign's votes are prompt-set votes
+        show_warnings(caught)
+        plan = make_plan(frame, args.judge, args.budget, strategy=args.strategy, target_width=args.target_width)
+        picks = draw_picks(plan, np.random.default_rng(args.seed))
+        with open(args.out, "w", encoding="utf-8") as fh:
+            for row in picks.to_dict("records"):
+                fh.write(json.dumps({k: (bool(v) if k == "in_hand" else v) for k, v in row.items()}) + "\n")
+    except (ValueError, OSError) as exc:
+        print(f"{parser.prog}: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # a fit that failed on good input
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
+    n_new = int((~picks["in_hand"]).sum())
+    if args.json:
+        print(json.dumps({"judge": args.judge, "strategy": plan.strategy, "recommended": plan.recommended,
+                          "predicted_gain": plan.gain, "calibrated": plan.calibrated, "n_picked": n_new,
+                          "widths": plan.widths.replace(np.inf, None).to_dict("records"), "more_votes": plan.more.to_dict("records"),
+                          "target_width": plan.target_width}, indent=2))
+    else:
+        print(describe(plan, n_new, args.out, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
