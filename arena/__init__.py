@@ -5,7 +5,7 @@ its one write path), :mod:`.sampling` (which pair fights next), :mod:`.leak` (an
 that name a model), :mod:`.leaderboard`, :mod:`.ui` (Gradio pages), :mod:`.api` (HTTP),
 :mod:`.web` (the server), :mod:`.export` (CLI), :mod:`.config`, :mod:`.errors`,
 :mod:`.sessions` (signed session ids), :mod:`.limits` (rate and size limits),
-:mod:`.process` (the app as a child process, for tests and benches).
+:mod:`.listeners` (which pages read their event streams).
 """
 
 from arena.battles import CHOICES, Arena, Battle, build_record

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import random
 import secrets
@@ -43,6 +44,21 @@ CHOICES = {"a": "model_a", "b": "model_b", "tie": "tie", "bothbad": "tie (bothba
 MODES = ("battle", "side_by_side", "prompt_set")
 # Streaming updates are coalesced to this interval: each one re-sends both panes.
 STREAM_INTERVAL_S = 0.05
+# Generation runs at a lower CPU priority than request handling: on a small machine two
+# models decoding would otherwise take the cores from the event loop, and every page,
+# vote and refusal would wait behind them. Linux keeps a nice value per thread, and the
+# threads a pane's thread starts (the backend's decoding thread) inherit it.
+GENERATION_NICE = 10
+
+
+def _generation_priority() -> None:
+    """Lower this thread's CPU priority to ``GENERATION_NICE`` (lowering needs no privilege)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), GENERATION_NICE)
+    except (OSError, AttributeError):  # not Linux: the priority stays as it is
+        pass
+
+
 log = logging.getLogger(__name__)
 
 
@@ -244,7 +260,7 @@ class Arena:
         names = set(self.models) | {m for p in self.pairs for m in (p.model_a, p.model_b)}
         self.leaks = LeakDetector([word for n in sorted(names) for word in self._identity(n)])
         self.limits = Limits(config.rate_limit, config.address_rate_limit, config.address_new_sessions,
-                             config.global_rate_limit, config.rate_window_s)
+                             config.global_rate_limit, config.rate_window_s, config.address_requests)
         self.sessions = SessionSigner(store.secret("arena-session"))
         self.max_live = max_live
         self._live: OrderedDict[str, Battle] = OrderedDict()  # battle id -> battle
@@ -490,6 +506,7 @@ class Arena:
         turn.latency = {"started": time.time()}
 
         def run(side: str, model: Model, messages: list[dict]) -> None:
+            _generation_priority()
             try:
                 for piece in model.stream(messages, params):
                     pieces.put((side, piece))
@@ -605,8 +622,12 @@ class Arena:
         caches) worth seconds here; the first voter should not.
         """
         params = GenerationParams(max_new_tokens=2)
-        workers = [threading.Thread(target=lambda m=m: list(m.stream([{"role": "user", "content": "Hi"}], params)))
-                   for m in self.models.values()]
+
+        def warm(model: Model) -> None:
+            _generation_priority()
+            list(model.stream([{"role": "user", "content": "Hi"}], params))
+
+        workers = [threading.Thread(target=warm, args=(m,)) for m in self.models.values()]
         for worker in workers:
             worker.start()
         for worker in workers:

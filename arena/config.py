@@ -42,6 +42,7 @@ class ArenaConfig:
     address_rate_limit: int = 120  # actions per client address, all its sessions together
     address_new_sessions: int = 20  # sessions issued per client address
     global_rate_limit: int = 6000  # actions of all clients together
+    address_requests: int = 600  # HTTP requests per client address, on any route (a page load makes ~30)
     trusted_proxies: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
     queue_max_size: int = 16  # Gradio events waiting per page; more are turned away
     max_body_bytes: int = 1_000_000  # request bodies and uploads
@@ -69,7 +70,7 @@ class ArenaConfig:
         if self.sampling not in SAMPLERS:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLERS)}, got {self.sampling!r}")
         positive = ("max_turns", "max_prompt_chars", "rate_limit", "address_rate_limit", "address_new_sessions",
-                    "global_rate_limit", "queue_max_size", "max_body_bytes", "waiting_per_address",
+                    "address_requests", "global_rate_limit", "queue_max_size", "max_body_bytes", "waiting_per_address",
                     "waiting_per_session")
         if any(getattr(self, name) < 1 for name in positive):
             raise ValueError(f"{', '.join(positive)} must be positive")
@@ -126,6 +127,7 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         address_rate_limit=int(limit.get("per_address", ArenaConfig.address_rate_limit)),
         address_new_sessions=int(limit.get("new_sessions_per_address", ArenaConfig.address_new_sessions)),
         global_rate_limit=int(limit.get("global", ArenaConfig.global_rate_limit)),
+        address_requests=int(limit.get("requests_per_address", ArenaConfig.address_requests)),
         trusted_proxies=tuple(limit.get("trusted_proxies", ())),
         queue_max_size=int(raw.get("queue_max_size", ArenaConfig.queue_max_size)),
         max_body_bytes=int(raw.get("max_body_bytes", ArenaConfig.max_body_bytes)),

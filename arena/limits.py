@@ -9,14 +9,20 @@ limited per address too, since each one is a fresh session-sized budget.
 
 Behind a reverse proxy every request comes from the proxy's address; the client's is in
 ``X-Forwarded-For``, which only a trusted proxy may set (anyone can send the header).
+
+An IPv6 client is one /64: a single home or host is routinely given a whole /64 and picks
+any address in it, so each address on its own would be a fresh budget. An IPv4 address
+written as IPv6 (``::ffff:a.b.c.d``) is that IPv4 address. Every request, on any route,
+counts against its address too (:class:`RequestLimit`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -53,7 +59,9 @@ class SlidingWindow:
 class Limits:
     """The arena's limits; ``check`` before every action, ``check_new_session`` before issuing one."""
 
-    def __init__(self, per_session: int, per_address: int, new_sessions: int, overall: int, window_s: float):
+    def __init__(self, per_session: int, per_address: int, new_sessions: int, overall: int, window_s: float,
+                 requests: int = 600):
+        self.requests = SlidingWindow(requests, window_s, "your network address")
         self.session = SlidingWindow(per_session, window_s, "this session")
         self.address = SlidingWindow(per_address, window_s, "your network address")
         self.sessions = SlidingWindow(new_sessions, window_s, "your network address (new sessions)")
@@ -70,6 +78,11 @@ class Limits:
         self.session.check(session)
         self.overall.check("")
 
+    def check_request(self, address: str | None) -> None:
+        """Any request on any route (pages, Gradio's info and streams, the API)."""
+        if address is not None:
+            self.requests.check(address)
+
     def check_event(self, address: str | None) -> None:
         if address is not None:
             self.events.check(address)
@@ -84,14 +97,45 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted_proxies:
     """The client's address: the peer, or, when the peer is a trusted proxy, the nearest
     untrusted hop in ``X-Forwarded-For`` (read right to left: the right end is what our
     own proxies appended; whatever a client wrote sits further left)."""
-    trusted = set(trusted_proxies)
+    trusted = {client_group(p) for p in trusted_proxies}
+    peer = client_group(peer)
     if peer not in trusted or not forwarded_for:
         return peer
-    hops = [h.strip() for h in forwarded_for.split(",") if h.strip()]
+    hops = [client_group(h.strip()) for h in forwarded_for.split(",") if h.strip()]
     for hop in reversed(hops):
         if hop not in trusted:
             return hop
     return hops[0] if hops else peer
+
+
+def client_group(address: str | None) -> str | None:
+    """The client an address stands for: an IPv4 address as is (also written ``::ffff:a.b.c.d``),
+    an IPv6 address as its /64 (``2001:db8:1:2::/64``); anything else unchanged."""
+    try:
+        ip = ipaddress.ip_address(address) if address else None
+    except ValueError:
+        return address
+    if ip is None or ip.version == 4:
+        return address if ip is None else str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+
+
+class RequestLimit:
+    """ASGI middleware: every HTTP request counts against its client address
+    (:meth:`Limits.check_request`); over the limit, 429 before any work is done."""
+
+    def __init__(self, app: ASGIApp, limits: Limits, address: Callable[[Scope], str | None]):
+        self.app, self.limits, self.address = app, limits, address
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                self.limits.check_request(self.address(scope))
+            except RateLimited as exc:
+                return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 class BodyLimit:

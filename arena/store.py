@@ -215,8 +215,7 @@ class VoteStore:
             self.engine = _sqlite_engine(url, synchronous)
         else:
             self.engine = create_engine(url, pool_pre_ping=True)
-        metadata.create_all(self.engine)
-        _add_missing_columns(self.engine)
+        _create_schema(self.engine)
         self._writer = _Writer(self.engine.execution_options(writer=True))
         self._writer.start()
         self._salt = self._writer.submit(_ensure_salt)
@@ -498,16 +497,24 @@ def _lock_key(conn: Connection, key: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(key))))
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Add columns this version defines to a store created by an older one (nullable or defaulted)."""
+def _create_schema(engine: Engine) -> None:
+    """Create the tables, and add the columns this version defines to a store created by an
+    older one (nullable or defaulted), in one transaction under a lock: replicas started
+    together otherwise each see no table and all but one fail on CREATE ("relation already
+    exists", or a duplicate key in PostgreSQL's catalogue). PostgreSQL takes a transaction-scoped
+    advisory lock; SQLite's writer transaction (BEGIN IMMEDIATE) already excludes other
+    processes. Both roll DDL back with the transaction, so a replica that fails leaves nothing half made."""
     from sqlalchemy import inspect
     from sqlalchemy.schema import CreateColumn
 
-    existing = {t: {c["name"] for c in inspect(engine).get_columns(t)} for t in _ADDED}
-    with engine.begin() as conn:
+    with engine.execution_options(writer=True).begin() as conn:
+        _lock_key(conn, "arena schema")
+        metadata.create_all(conn)
+        inspector = inspect(conn)
         for table_name, names in _ADDED.items():
+            existing = {c["name"] for c in inspector.get_columns(table_name)}
             for name in names:
-                if name not in existing[table_name]:
+                if name not in existing:
                     column = metadata.tables[table_name].c[name]
                     ddl = CreateColumn(column).compile(dialect=engine.dialect)
                     conn.exec_driver_sql(f"ALTER TABLE {table_name} ADD COLUMN {ddl}")

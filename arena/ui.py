@@ -29,6 +29,7 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from arena.api import GENERIC_ERROR, request_voter
 from arena.battles import Arena, Battle
 from arena.errors import Refused, UnknownBattle
+from arena.listeners import Listeners
 from arena.sessions import Voter
 from pairlab.records import Record
 
@@ -44,6 +45,13 @@ CSS = """
 .arena-name p { margin: 0; }
 #status, #ps-status { min-height: 1.6em; }
 .vote-row button { font-size: 1.05em; }
+/* A phone's width: the ratings table's long model names wrap, so the rating stays on screen. */
+@media (max-width: 480px) {
+  #ratings table { font-size: 0.85em; }
+  #ratings th, #ratings td { padding: 4px 5px; }
+  #ratings th, #ratings th * { word-break: normal; overflow-wrap: normal; white-space: normal; }
+  #ratings td { overflow-wrap: anywhere; }
+}
 """
 
 # Plain text: emoji glyphs are missing from many systems' fonts (Debian's Chromium here).
@@ -208,10 +216,12 @@ def _vote_handler(arena: Arena, panel: Panel, mode: str, no_battle: str, then: s
     return on_vote
 
 
-def _conversation(arena: Arena, mode: str, named: bool) -> None:
+def _conversation(arena: Arena, mode: str, named: bool, listeners: Listeners) -> None:
     """A live battle (anonymous or named): prompt, streamed answers, votes, controls.
 
-    Built inside the caller's Blocks context.
+    Built inside the caller's Blocks context. Generation runs only while the page listens
+    to its event stream (``listeners``): an event posted by a client that never reads it,
+    or that left, starts no models and stops them.
     """
     pickers = []
     if named:
@@ -237,9 +247,12 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
 
     async def run(request: gr.Request, begin) -> AsyncIterator[dict]:
         """Wait for a generation slot (holding no thread), then ``begin(voter)`` the turn and stream it."""
+        page = request.session_hash
+        if not await listeners.arrive(page):
+            return  # nobody reads this event's output: nothing to generate, nobody to tell
         try:
             voter = _voter(arena, request)
-            slot = await arena.slots.wait(voter.token, voter.address)
+            slot = await arena.slots.wait(voter.token, voter.address, gone=lambda: listeners.gone(page))
         except Refused as exc:
             yield {panel.status: _error(exc)}
             return
@@ -258,6 +271,8 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
             stream = arena.stream(battle, slot)
             try:
                 async for text_a, text_b in iterate_in_threadpool(stream):
+                    if not listeners.listening(page):
+                        return  # the page left: closing the stream below stops the models
                     yield {panel.chat_a: _chat(battle, "a", text_a), panel.chat_b: _chat(battle, "b", text_b)}
             except Refused as exc:
                 yield {panel.status: _error(exc), send: gr.update(interactive=True)}
@@ -334,7 +349,8 @@ def _conversation(arena: Arena, mode: str, named: bool) -> None:
     draw.click(on_draw, None, [prompt, panel.status], concurrency_limit=None)
 
 
-def _prompt_set(arena: Arena) -> None:
+def _prompt_set(arena: Arena, tab: gr.Tab) -> None:
+    """The prompt-set tab's content; opening ``tab`` shows a pair at once (no empty tab)."""
     if not arena.pairs:
         gr.Markdown("No prompt set with pre-generated answers is configured (`pairs` in the arena config).")
         return
@@ -365,7 +381,12 @@ def _prompt_set(arena: Arena) -> None:
 
     on_vote = _vote_handler(arena, panel, "prompt_set", "Press Next pair first.", "Press **Next pair**.")
 
+    @_guarded(panel.status)
+    def on_open(shown: str, request: gr.Request) -> dict:
+        return {question: gr.update()} if shown else on_next(request)  # back on the tab: the pair stays
+
     following.click(on_next, None, outputs, concurrency_limit=None)
+    tab.select(on_open, question, outputs, concurrency_limit=None)
     for choice, button in panel.votes.items():
         button.click(on_vote(choice), None, outputs, concurrency_limit=None)
 
@@ -379,7 +400,7 @@ def _forgetter(arena: Arena):
     return forget
 
 
-def battle_page(arena: Arena) -> gr.Blocks:
+def battle_page(arena: Arena, listeners: Listeners) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena", analytics_enabled=False) as page:
         gr.Markdown("# Pairwise Arena")
         _nav("/")
@@ -387,20 +408,20 @@ def battle_page(arena: Arena) -> gr.Blocks:
             gr.Markdown("Two anonymous models answer your prompt side by side. Vote for the better "
                         "answer; their names are revealed after you vote. A vote on answers in which a "
                         "model names itself is kept but left out of the leaderboard.")
-            _conversation(arena, "battle", named=False)
-        with gr.Tab("Prompt set", elem_id="tab-prompt-set"):
-            _prompt_set(arena)
+            _conversation(arena, "battle", named=False, listeners=listeners)
+        with gr.Tab("Prompt set", elem_id="tab-prompt-set") as prompt_set:
+            _prompt_set(arena, prompt_set)
         page.unload(_forgetter(arena))
     return page
 
 
-def side_by_side_page(arena: Arena) -> gr.Blocks:
+def side_by_side_page(arena: Arena, listeners: Listeners) -> gr.Blocks:
     with gr.Blocks(title="Pairwise Arena: side by side", analytics_enabled=False) as page:
         gr.Markdown("# Side by side")
         _nav(SIDE_BY_SIDE_PATH)
         gr.Markdown("Pick two models and compare them on your prompt. These votes are stored as "
                     "named (not blind) and are left out of the leaderboard by default.")
-        _conversation(arena, "side_by_side", named=True)
+        _conversation(arena, "side_by_side", named=True, listeners=listeners)
         page.unload(_forgetter(arena))
     return page
 
@@ -417,21 +438,32 @@ def _heatmap(win_rates):
             .format("{:.2f}", na_rep="", subset=cells))
 
 
+RATINGS_CAPTION = ("Ratings on the Elo scale. Rank (UB): 1 + the number of models surely better (their whole range "
+                   "lies above this one's).")
+STYLE_CAPTION = " Style-controlled: the rating with answer length and formatting held equal."
+
+
+def _ratings_caption(ratings) -> str:
+    """The ratings table's caption: it explains the style-controlled column only when the table has it."""
+    return RATINGS_CAPTION + (STYLE_CAPTION if "style-controlled" in ratings.columns else "")
+
+
 def leaderboard_page(arena: Arena) -> gr.Blocks:
-    from arena.categories import views
+    from arena.categories import LONG_PROMPT_CHARS, MIN_LANGUAGE_VOTES, views
     from arena.leaderboard import compute
 
     with gr.Blocks(title="Pairwise Arena: leaderboard", analytics_enabled=False) as page:
         gr.Markdown("# Leaderboard")
         _nav(LEADERBOARD_PATH)
         with gr.Row():
-            category = gr.Dropdown([("all votes", "all")], value="all", label="View", elem_id="category", scale=3)
+            category = gr.Dropdown(
+                [("all votes", "all")], value="all", label="View", elem_id="category", scale=3,
+                info="Views appear as votes come in: multi-turn battles, long prompts (at least "
+                     f"{LONG_PROMPT_CHARS} characters) and code each once a counted vote is in them; a language "
+                     f"once {MIN_LANGUAGE_VOTES} counted votes are in it.")
             refresh = gr.Button("Refresh", elem_id="refresh", size="sm", scale=1)
         summary = gr.Markdown(elem_id="leaderboard-summary")
-        ratings = gr.Dataframe(label="Ratings on the Elo scale. Rank (UB): 1 + the number of models surely "
-                               "better (their whole range lies above this one's). Style-controlled: the rating "
-                               "with answer length and formatting held equal", elem_id="ratings",
-                               interactive=False)
+        ratings = gr.Dataframe(label=RATINGS_CAPTION, elem_id="ratings", interactive=False, wrap=True)
         models = gr.Dataframe(label="Votes per model", elem_id="model-counts", interactive=False)
         with gr.Row():
             win_rates = gr.Dataframe(label="How often the row model beat the column model (a tie counts ½)", elem_id="win-rates",
@@ -442,7 +474,8 @@ def leaderboard_page(arena: Arena) -> gr.Blocks:
             board = compute(arena.store, bootstrap=arena.config.bootstrap, category=view or "all",
                             anomaly_alpha=arena.config.anomaly_alpha)
             choices = [(label, key) for key, label in views(arena.store.records(ratable=True)).items()]
-            return (gr.update(choices=choices), board.summary, board.ratings, board.models,
+            return (gr.update(choices=choices), board.summary,
+                    gr.update(value=board.ratings, label=_ratings_caption(board.ratings)), board.models,
                     _heatmap(board.win_rates), board.counts)
 
         outputs = [category, summary, ratings, models, win_rates, counts]

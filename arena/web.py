@@ -2,7 +2,9 @@
 
 Plain ASGI middleware sits in front of everything: a cap on request bodies, the session
 cookie, issued and signed when a page is loaded without one (see :mod:`arena.sessions`),
-a per-address limit on starting Gradio events (by any route), and a refusal of uploads.
+a per-address limit on starting Gradio events (by any route), a refusal of uploads, and
+the count of open event streams per page (:mod:`arena.listeners`: no generation for a page
+that does not listen).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena import api
 from arena.battles import Arena
 from arena.errors import RateLimited
-from arena.limits import BodyLimit
+from arena.limits import BodyLimit, RequestLimit
+from arena.listeners import Listeners, StreamTracker
 from arena.sessions import SESSION_COOKIE
 from arena.ui import CSS, LEADERBOARD_PATH, SIDE_BY_SIDE_PATH, battle_page, leaderboard_page, side_by_side_page
 
@@ -127,8 +130,9 @@ def build_app(arena: Arena) -> FastAPI:
     for path in (SIDE_BY_SIDE_PATH, LEADERBOARD_PATH):
         app.add_api_route(path, _redirect(path + "/"), methods=["GET", "HEAD"], include_in_schema=False)
     # Gradio pages are mounted sub-apps; "/" goes last because a mount matches by prefix.
-    pages = [(SIDE_BY_SIDE_PATH, side_by_side_page(arena)), (LEADERBOARD_PATH, leaderboard_page(arena)),
-             ("/", battle_page(arena))]
+    listeners = Listeners()
+    pages = [(SIDE_BY_SIDE_PATH, side_by_side_page(arena, listeners)), (LEADERBOARD_PATH, leaderboard_page(arena)),
+             ("/", battle_page(arena, listeners))]
     for path, page in pages:
         # A full queue turns new events away at once rather than keeping a voter waiting.
         page.queue(default_concurrency_limit=None, max_size=arena.config.queue_max_size)
@@ -137,6 +141,10 @@ def build_app(arena: Arena) -> FastAPI:
         gr.mount_gradio_app(app, page, path=path, footer_links=[], run_history=False, css=CSS,
                             theme=THEME, show_error=False, max_file_size=arena.config.max_body_bytes)
     app.add_middleware(SessionCookie, arena=arena)
+    app.add_middleware(StreamTracker, listeners=listeners)
     app.add_middleware(EventLimit, arena=arena, pages={path.rstrip("/") or "/": page for path, page in pages})
     app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
+    # Outermost: a request over its address's budget is refused before any other work.
+    app.add_middleware(RequestLimit, limits=arena.limits,
+                       address=lambda scope: api.request_address(arena, Request(scope)))
     return app

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the app process and flood helpers live with the tests
 
 from arena.battles import Arena  # noqa: E402
 from arena.config import ArenaConfig  # noqa: E402
@@ -124,7 +124,7 @@ def voters(n_voters: int, n_votes: int, new_session, serve, vote, think_s: float
 def bench_votes(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> None:
     import httpx
 
-    from arena.process import AppProcess
+    from app_process import AppProcess
 
     # The models loaded above are millions of objects; without this, full collections in
     # this client process would be timed as the server's latency.
@@ -174,8 +174,8 @@ def _http_calls():
 def bench_replicas(n_voters: int, n_votes: int, think_s: float, workdir: Path) -> None:
     import httpx
 
-    from arena.pgcluster import PgCluster
-    from arena.process import AppProcess
+    from pgcluster import PgCluster
+    from app_process import AppProcess
 
     config = workdir / "replicas.toml"
     config.write_text(LOAD_CONFIG)

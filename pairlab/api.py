@@ -105,17 +105,19 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
 
 
 def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None = None, rating_bootstrap: int = 200,
-                seed: int = 0, all_votes: bool = False) -> JudgeWorth:
+                seed: int = 0, all_votes: bool = False, cluster: str | None = None) -> JudgeWorth:
     """What ``judge`` is worth in human votes, as report.json's ``judges[judge].ppi`` (with the
     report's options): prediction-powered ratings (PPI++; Angelopoulos, Duchi and Zrnic 2023,
     applied to Bradley-Terry by Boyeau et al. 2024) with people on a random share of the judge's
     pairs; ``effective_votes`` (with ``effective_ci``) is how many votes people alone would need
     for intervals as narrow, ``ratio`` what one human vote is worth beside the judge.
+    ``cluster`` is the report's ``--cluster``.
     """
     from analysis.report.estimates import judge_worth_alone
 
     table = _table(votes, all_votes)[0]
-    return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed)
+    return judge_worth_alone(table, judge, human_prefix=humans, rating_bootstrap=rating_bootstrap, seed=seed,
+                             cluster=cluster)
 
 
 @dataclass(frozen=True)
@@ -141,15 +143,17 @@ class Report:
 
 
 def bias_report(votes: pd.DataFrame | Paths, *, humans: str | None = None, bootstrap: int = 1000,
-                rating_bootstrap: int = 200, seed: int = 0, panel: bool = True, all_votes: bool = False) -> Report:
+                rating_bootstrap: int = 200, seed: int = 0, panel: bool = True, all_votes: bool = False,
+                cluster: str | None = None) -> Report:
     """Position, length and self-family bias, agreement with people and each judge's worth, for
     people and every LLM judge: ``pairlab report`` with the same options (``humans`` is
     ``--humans``, ``panel=False`` is ``--no-panel``, ``all_votes=True`` is ``--all-votes``: also
-    the votes the leaderboard does not count)."""
+    the votes the leaderboard does not count; ``cluster`` is ``--cluster``)."""
     from analysis.judging.annotator import read_run_timings
     from analysis.report.estimates import build_report
 
     table, issues, paths = _table(votes, all_votes)
     timings = read_run_timings(paths)[0] if paths else {}  # judges.run manifests beside the records
     return Report(build_report(table, human_prefix=humans, n_boot=bootstrap, rating_bootstrap=rating_bootstrap,
-                               seed=seed, issues=issues, sources=paths or (), panel=panel, timings=timings))
+                               seed=seed, issues=issues, sources=paths or (), panel=panel, timings=timings,
+                               cluster=cluster))

@@ -33,7 +33,7 @@ def gemma():
 @pytest.fixture(scope="session")
 def pg_cluster():
     """One throwaway PostgreSQL cluster for the session (Debian's postgresql, `make test` installs it)."""
-    from arena.pgcluster import PgCluster
+    from pgcluster import PgCluster
 
     with PgCluster() as cluster:
         yield cluster

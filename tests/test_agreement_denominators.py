@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from analysis.judging.agreement import agreement, baseline_items
-from analysis.stats import judgment_table
+from analysis.judgment_table import judgment_table
 from pairlab.records import Record
 
 

@@ -61,7 +61,7 @@ def test_bad_config_contents_are_one_line(tmp_path, body, expected):
 
 
 def test_the_app_says_which_address_to_open_once_it_listens(tmp_path):
-    from arena.process import AppProcess
+    from app_process import AppProcess
 
     pairs = ROOT / "data" / "prompts_pairs.jsonl"
     (tmp_path / "arena.toml").write_text(f'[arena]\nmodels = []\npairs = "{pairs}"\n')

@@ -10,12 +10,12 @@ import sqlite3
 import threading
 import time
 
+from app_process import ROOT, AppProcess
+from arena_wire import GradioPage
 import httpx
 import pytest
-from arena_wire import GradioPage
 
 from arena.leaderboard import compute
-from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 from pairlab.records import Pair, make_pair_id, read_pairs, write_records
 
@@ -34,7 +34,8 @@ def start_app(tmp_path, extra: str = "", pairs=PAIRS) -> tuple[AppProcess, str]:
 
 def test_a_stuffing_script_with_a_fresh_cookie_per_battle_gets_no_vote_counted(tmp_path):
     # Limits high enough that only the counting rule can stop it.
-    app, db = start_app(tmp_path, "[arena.rate_limit]\nper_address = 1000\nnew_sessions_per_address = 1000\n")
+    app, db = start_app(tmp_path, "[arena.rate_limit]\nper_address = 1000\nnew_sessions_per_address = 1000\n"
+                        "requests_per_address = 100000\n")
     target, author, ahead, votes = MODELS[1], {}, 0, 0
     try:
         for _ in range(60):

@@ -1,11 +1,11 @@
 """The HTTP API and the served pages, through the app's own ASGI client on a real SQLite file."""
 
-import pytest
+from app_process import ROOT
 from fastapi.testclient import TestClient
+import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
-from arena.process import ROOT
 from arena.store import VoteStore
 from arena.web import build_app
 

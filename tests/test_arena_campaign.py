@@ -3,11 +3,11 @@ each vote's inclusion probability (real SQLite store, the project's own prompt-s
 
 import json
 
+from app_process import ROOT
 import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
-from arena.process import ROOT
 from arena.sessions import Voter
 from arena.store import VoteStore
 from pairlab.records import read_pairs

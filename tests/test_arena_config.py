@@ -67,7 +67,7 @@ def test_rating_the_prompt_set_that_ships_with_the_repository_is_refused(tmp_pat
     import subprocess
     import sys
 
-    from arena.process import free_port
+    from app_process import free_port
 
     public = ROOT / "data" / "prompts_pairs.jsonl"
     config = tmp_path / "arena.toml"

@@ -2,12 +2,12 @@
 
 import dataclasses
 
+from app_process import ROOT
 import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.leaderboard import compute
-from arena.process import ROOT
 from arena.sessions import Voter
 from arena.store import VoteStore
 

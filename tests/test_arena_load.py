@@ -9,9 +9,9 @@ and the store must hold each acknowledged vote exactly once.
 
 import sqlite3
 
+from app_process import ROOT, AppProcess
 import pytest
 
-from arena.process import ROOT, AppProcess
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
 
 pytestmark = pytest.mark.slow
@@ -28,6 +28,7 @@ pairs = "{PAIRS}"
 [arena.rate_limit]  # every voter is on 127.0.0.1, so the per-address limits must allow all 50
 actions = 100000
 per_address = 100000
+requests_per_address = 100000
 new_sessions_per_address = 1000
 global = 100000
 """)

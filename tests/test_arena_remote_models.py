@@ -10,12 +10,12 @@ voted on.
 import threading
 import time
 
-import pytest
+from app_process import ModelServer
 from fastapi.testclient import TestClient
+import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
-from arena.process import ModelServer
 from arena.store import VoteStore
 from arena.web import build_app
 from pairlab.backends.base import GenerationParams

@@ -3,13 +3,13 @@ continue, regenerate or vote on a battle another one served. Real models, real
 PostgreSQL (a throwaway cluster), real app processes.
 """
 
+from app_process import ROOT, AppProcess
 import httpx
 import pytest
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.errors import AlreadyVoted, NotReady, Refused
-from arena.process import ROOT, AppProcess
 from arena.store import VoteStore
 from pairlab.backends.base import GenerationParams
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
@@ -69,7 +69,8 @@ def test_a_battle_generating_on_one_replica_cannot_be_voted_on_another(store_url
 def write_config(path, pairs=PAIRS):
     # every voter is on 127.0.0.1, so the per-address limits must allow all 50
     path.write_text(f'[arena]\nmodels = []\npairs = "{pairs}"\n[arena.rate_limit]\nactions = 100000\n'
-                    'per_address = 100000\nnew_sessions_per_address = 1000\nglobal = 100000\n')
+                    'per_address = 100000\nnew_sessions_per_address = 1000\nglobal = 100000\n'
+                    'requests_per_address = 100000\n')
     return path
 
 

@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 from analysis.bias.length import length_bias, length_sd
 from analysis.bias.position import position_bias
 from analysis.resample import distinct_rows
-from analysis.stats import judgment_table
+from analysis.judgment_table import judgment_table
 from pairlab.records import Record
 
 STRENGTH = {"m0": 1.0, "m1": 0.3, "m2": -0.3, "m3": -1.0}

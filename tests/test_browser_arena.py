@@ -11,9 +11,9 @@ import re
 import sqlite3
 from pathlib import Path
 
+from app_process import ROOT, AppProcess
 import pytest
 
-from arena.process import ROOT, AppProcess
 from pairlab.models import load_config
 
 pytestmark = pytest.mark.slow

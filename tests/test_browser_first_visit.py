@@ -7,11 +7,11 @@ counts and no "Error" anywhere.
 
 import sqlite3
 
+from app_process import AppProcess
 import httpx
 import pytest
 
 from arena.config import DEFAULT_CONFIG
-from arena.process import AppProcess
 from test_browser_arena import CHROMIUM, browser_page  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow

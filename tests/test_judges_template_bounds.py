@@ -69,3 +69,27 @@ def test_strings_that_grow_with_the_response_are_refused(tmp_path, body):
     (outcome,) = _render_in_threads(template, "y" * 10_000, n=1)
     assert isinstance(outcome, TemplateError), outcome if isinstance(outcome, Exception) else "rendered"
     assert "grows.jinja" in str(outcome) and "characters" in str(outcome)
+
+
+@pytest.mark.parametrize("step", [
+    "{% set s = s ~ s %}",  # the review's template: twenty doublings reached 963 MB before any judging
+    "{% set s %}{{ s }}{{ s }}{% endset %}",
+    "{% macro twice(x) %}{{ x }}{{ x }}{% endmacro %}{% set s = twice(s) %}",
+    "{% set s = '%s%s' % (s, s) %}",
+    "{% set s = (s, s) | join %}",
+])
+def test_a_string_doubled_twenty_times_is_refused_at_load_in_bounded_memory(tmp_path, step):
+    import tracemalloc
+
+    path = tmp_path / "doubling.jinja"
+    path.write_text(HEADER + PLACES + "{% set s = response_a ~ instruction %}" + step * 20 + "{{ s | length }}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateError) as refused:
+            get_template(str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "doubling.jinja" in str(refused.value) and "characters" in str(refused.value)
+    # The bound is 4M characters built or output; everything the render holds stays a few times that.
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB traced while loading"

@@ -53,7 +53,7 @@ def test_json_output_has_the_contract_shape(votes):
     result = run_cli("--votes", str(votes), "--bootstrap", "100", "--judge", "human", "--json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert set(out) == {"method", "ratings", "raters"} and out["method"] == "bt"
+    assert set(out) == {"clustering", "method", "ratings", "raters"} and out["method"] == "bt"
     assert out["raters"] == "raters: people 600"
     assert [r["model"] for r in out["ratings"]] == ["strong", "middle", "weak"]
     for row in out["ratings"]:
@@ -128,13 +128,14 @@ def test_people_and_llm_judges_are_not_pooled_silently(shared_data):
     are rated and the output says what was left out; --judge all pools them and says so."""
     default = run_cli("--votes", str(shared_data / "pandalm"))
     assert default.returncode == 0, default.stderr
-    header = default.stdout.splitlines()[0]
+    clustering, header = default.stdout.splitlines()[:2]
+    assert clustering == "intervals clustered by pair_id (999 pairs)"  # PandaLM: one pair a prompt
     assert header.startswith("raters: people (2997 battles); LLM judges left out (")
     assert "pandalm-7b 999" in header and "gpt-3.5-turbo 974" in header
     assert "battles: 2997" in default.stdout
     pooled = run_cli("--votes", str(shared_data / "pandalm"), "--judge", "all")
     assert pooled.returncode == 0, pooled.stderr
-    assert pooled.stdout.splitlines()[0] == "raters: people 2997, pandalm-7b 999, gpt-3.5-turbo 974 (pooled)"
+    assert pooled.stdout.splitlines()[1] == "raters: people 2997, pandalm-7b 999, gpt-3.5-turbo 974 (pooled)"
     assert f"battles: {2997 + 999 + 974}" in pooled.stdout
 
 

@@ -143,7 +143,7 @@ def test_preference_fairness_of_gpt35_follows_shi_et_al(raw, shared_data):
 
     from analysis.importers import import_paths
     from analysis.bias.position import position_bias
-    from analysis.stats import judgment_table
+    from analysis.judgment_table import judgment_table
     from pairlab.records import make_pair_id
 
     groups = defaultdict(list)

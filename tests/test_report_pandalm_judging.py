@@ -27,8 +27,9 @@ def _picked_model(v):
 
 
 def test_controlled_self_preference(raw, report):
-    """Issue 16's model, written out with statsmodels: people's Bradley-Terry strengths (with a
-    first-shown term), then the judge's logit on their gap, its position and its self term."""
+    """Issue 16's model with issue 26's length term, written out with statsmodels: people's
+    Bradley-Terry strengths (with a first-shown and a length term), then the judge's logit on
+    their gap, its position, its length lean (log length of X over Y) and its self term."""
     import statsmodels.api as sm
 
     judges = report[0]["judges"]
@@ -46,18 +47,20 @@ def test_controlled_self_preference(raw, report):
             contrast[models.index(x_model)] += 1
             contrast[models.index(y_model)] -= 1
             own = (FAMILY[x_model] == "llama") - (FAMILY[y_model] == "llama")
-            rows.append((contrast[1:], 1.0 if v["first"] == x_text else -1.0, own))
+            length = np.log1p(len(v["key"][1])) - np.log1p(len(v["key"][2]))
+            rows.append((contrast[1:], 1.0 if v["first"] == x_text else -1.0, own, length))
             y.append(float(v["pick"] == x_text))
         return rows, np.array(y)
 
     people, y_people = design(raw["votes"]["human"])
-    ref = sm.Logit(y_people, np.array([np.r_[c, pos] for c, pos, _ in people])).fit(disp=False)
+    ref = sm.Logit(y_people, np.array([np.r_[c, pos, ln] for c, pos, _, ln in people])).fit(disp=False)
     strengths = ref.params[: len(models) - 1]
     judge, y_judge = design(raw["votes"]["pandalm-7b"])
-    Z = np.array([(c @ strengths, pos, own) for c, pos, own in judge])
+    Z = np.array([(c @ strengths, pos, ln, own) for c, pos, own, ln in judge])
     fit = sm.Logit(y_judge, Z).fit(disp=False)
     got = judges["pandalm-7b"]["self_family"]["controlled"]
-    assert got["coef"] == pytest.approx(fit.params[2], abs=1e-6)
+    assert got["coef"] == pytest.approx(fit.params[3], abs=1e-6)
+    assert got["length"] == pytest.approx(fit.params[2], abs=1e-6)
     assert got["slope"] == pytest.approx(fit.params[0], abs=1e-6) and got["position"] == pytest.approx(fit.params[1], abs=1e-6)
     assert got["n_rows"] == len(y_judge)
     assert got["ci"][0] < got["coef"] < got["ci"][1] and got["ci_by_prompt"] is not None

@@ -80,11 +80,11 @@ def test_the_paired_kind_bootstrap_is_the_unit_level_bootstrap_in_distribution()
 
 def test_string_lookups_through_arrow_equal_pandas():
     """The one pass over the rows looks prompts, pairs and models up with
-    :func:`analysis.stats.positions` (Arrow's hash join for strings): the same positions as
+    :func:`analysis.judgment_table.positions` (Arrow's hash join for strings): the same positions as
     pandas' ``get_indexer``, a missing value matching nothing, whatever the strings' dtype."""
     import pandas as pd
 
-    from analysis.stats import positions
+    from analysis.judgment_table import positions
 
     words = ["q1", "q7", None, "q3", "zz", "q1"]
     for index in (pd.Index(["q1", "q3", "q7"], dtype="str"), pd.Index(["q1", "q3", "q7"], dtype=object),

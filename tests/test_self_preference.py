@@ -181,7 +181,7 @@ def test_a_one_model_family_against_one_opponent_is_not_identified():
 
 def test_the_specification_says_what_it_controls():
     assert "slope" in SPECIFICATION and "position" in SPECIFICATION and "sharpness" in SPECIFICATION
-    assert "cluster-robust by pair" in SPECIFICATION and "by prompt" in SPECIFICATION
+    assert "cluster-robust by the report's cluster (prompt or pair)" in SPECIFICATION and "length" in SPECIFICATION
 
 
 def test_without_people_each_judge_is_held_against_another_judge_in_the_report():

@@ -14,7 +14,7 @@ import pytest
 from analysis.judging.agreement import agreement
 from analysis.bias.position import debiased_rows
 from analysis.report import build_report, report_json
-from analysis.stats import judgment_table
+from analysis.judgment_table import judgment_table
 from analysis.judging.variants import VARIANTS
 from pairlab.records import Record, make_pair_id
 

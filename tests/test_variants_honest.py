@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.judging.leaderboard import leaderboard_agreement
+from analysis.judging.meta_metrics import leaderboard_agreement
 from analysis.report import build_report, report_json
 from pairlab.records import Record, make_pair_id
 

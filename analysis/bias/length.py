@@ -6,7 +6,7 @@ Length is counted in characters of the response text.
   won by the longer one, with a Wilson interval. It mixes length bias with any real
   quality difference that correlates with length, so it is read next to the model below.
   The interval is clustered by ``pair_id`` (several votes on one pair are not
-  independent; :func:`analysis.stats.clustered_rate_ci`).
+  independent; :func:`analysis.regression.clustered_rate_ci`).
 * ``coef``: a logistic model of "first-shown wins" on the standardised length difference
   (characters) with Bradley-Terry strength terms for the two models (+1 for the
   first-shown model's column, -1 for the second's) and an intercept that absorbs position
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from analysis.stats import clustered_rate_ci, fit_logit, strength_columns
+from analysis.regression import clustered_rate_ci, fit_logit, row_clusters, strength_columns
 
 __all__ = ["LengthBias", "LengthBin", "length_bias", "length_curve", "length_sd", "RELATIVE_BINS"]
 
@@ -84,7 +84,8 @@ def _design(rows: pd.DataFrame, sd: float) -> tuple[np.ndarray, np.ndarray]:
 def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0) -> LengthBias:
     """Length-bias estimates for one rater (see the module docstring)."""
     # Only the columns read here are filtered (a judgment table has twenty).
-    decisive = rows[["pair_id", "len_a", "len_b", "first_wins", "model_a", "model_b"]][rows["decisive"].to_numpy(dtype=bool)]
+    columns = ["pair_id", "len_a", "len_b", "first_wins", "model_a", "model_b", *(["cluster"] if "cluster" in rows else [])]
+    decisive = rows[columns][rows["decisive"].to_numpy(dtype=bool)]
     unequal = decisive[decisive["len_a"] != decisive["len_b"]]
     a_longer = unequal["len_a"] > unequal["len_b"]
     longer_wins = int(((unequal["first_wins"] == 1) == a_longer).sum())
@@ -96,7 +97,7 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
         note = f"too few decisive records ({len(decisive)}) for the logistic model"
     else:
         X, y = _design(decisive, sd)
-        groups = pd.factorize(decisive["pair_id"])[0]
+        groups = pd.factorize(row_clusters(decisive))[0]
         try:
             fit = fit_logit(X, y, groups)
             coef, coef_ci, coef_p = float(fit.params[1]), fit.interval(1), float(fit.pvalues[1])
@@ -109,7 +110,7 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
         longer_wins=longer_wins,
         longer_rate=longer_wins / n if n else None,
         longer_rate_ci=clustered_rate_ci(
-            ((unequal["first_wins"] == 1) == a_longer).to_numpy(), np.ones(n), unequal["pair_id"], n_boot, seed
+            ((unequal["first_wins"] == 1) == a_longer).to_numpy(), np.ones(n), row_clusters(unequal), n_boot, seed
         ),
         coef=coef,
         coef_ci=coef_ci,
@@ -135,6 +136,6 @@ def length_curve(
         last = i == len(edges) - 2
         mask = (rel >= lo) & ((rel <= hi) if last else (rel < hi))
         k, n = int(longer_won[mask].sum()), int(mask.sum())
-        ci = clustered_rate_ci(longer_won[mask], np.ones(n), decisive["pair_id"].to_numpy()[mask], n_boot, seed)
+        ci = clustered_rate_ci(longer_won[mask], np.ones(n), row_clusters(decisive).to_numpy()[mask], n_boot, seed)
         bins.append(LengthBin(lo, hi, n, k / n if n else None, ci))
     return bins

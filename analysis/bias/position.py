@@ -1,6 +1,6 @@
 """Position bias: does the order in which two responses are shown decide the verdict?
 
-Estimators (all take rows of :func:`analysis.stats.judgment_table` for one rater):
+Estimators (all take rows of :func:`analysis.judgment_table.judgment_table` for one rater):
 
 * first-shown win rate among decisive records (for people: the left pane; for judges:
   "Response A"), its interval clustered by ``pair_id`` (several votes on one pair are not
@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import clustered_rate_ci, string_values, wilson_interval
+from analysis.judgment_table import string_values
+from analysis.regression import clustered_rate_ci, row_clusters, wilson_interval
 
 __all__ = [
     "OrderCheck",
@@ -257,7 +258,7 @@ def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Posi
         first_wins=first_wins,
         first_rate=first_wins / n_dec if n_dec else None,
         first_rate_ci=clustered_rate_ci(
-            won_first, np.ones(n_dec), rows["pair_id"].to_numpy()[decisive], n_boot, seed
+            won_first, np.ones(n_dec), row_clusters(rows).to_numpy()[decisive], n_boot, seed
         ),
         n_swapped_pairs=n_sw,
         n_consistent=n_cons,

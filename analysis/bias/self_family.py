@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_bootstrap, fit_logit
+from analysis.regression import cluster_bootstrap, fit_logit, item_clusters, per_cluster, row_clusters
 
 __all__ = ["SelfFamilyBias", "self_family_bias"]
 
@@ -136,7 +136,7 @@ def self_family_bias(
             with np.errstate(divide="ignore", invalid="ignore"):
                 return t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]
 
-        ci = cluster_bootstrap(sums, gap, n_boot=n_boot, seed=seed)
+        ci = cluster_bootstrap(per_cluster(sums, item_clusters(judge_rows, both.index)), gap, n_boot=n_boot, seed=seed)
     glm_coef, glm_ci, glm_p, glm_n, note = _glm(j, r, position_term=not per_pair)
     return SelfFamilyBias(
         judge=judge, judge_family=judge_family, reference=reference, n_pairs=len(both),
@@ -148,7 +148,7 @@ def self_family_bias(
 
 def _glm(j: pd.DataFrame, r: pd.DataFrame, position_term: bool):
     """Logistic regression of agreement on the same-family indicator (see module docstring)."""
-    combos = j[["pair_id", "canon", "side", "flip"]].merge(
+    combos = j[["pair_id", "canon", "side", "flip", *(["cluster"] if "cluster" in j.columns else [])]].merge(
         r[["pair_id", "canon"]].rename(columns={"canon": "ref"}), on="pair_id"
     )
     n = len(combos)
@@ -159,7 +159,7 @@ def _glm(j: pd.DataFrame, r: pd.DataFrame, position_term: bool):
     shown_first = np.where(combos["flip"].to_numpy(), combos["ref"].to_numpy() == -1, combos["ref"].to_numpy() == 1)
     X = np.column_stack([np.ones(n), same, shown_first.astype(float)] if position_term else [np.ones(n), same])
     y = (combos["canon"] == combos["ref"]).to_numpy(dtype=float)
-    groups = pd.factorize(combos["pair_id"])[0]
+    groups = pd.factorize(row_clusters(combos))[0]
     try:
         fit = fit_logit(X, y, groups)
     except ValueError as exc:

@@ -8,9 +8,9 @@ enough either: a judge that separates strong from weak answers more sharply than
 (or more noisily) then shows a "self term" for a strong (or weak) own family with none there.
 
 So each judge gets its own model, on its decisive verdicts in the canonical frame of
-:mod:`analysis.stats` (X is the sorted-first text, Y the other; ties left out):
+:mod:`analysis.judgment_table` (X is the sorted-first text, Y the other; ties left out):
 
-    logit P(judge picks X) = slope * gap(X, Y) + position * shown(X) + self * own(X, Y)
+    logit P(judge picks X) = slope[c] * gap_c(X, Y) + position * shown(X) + length * len(X, Y) + self * own(X, Y)
 
 * ``gap``: the quality gap the reference sees, the reference's Bradley-Terry strength of X's
   model minus Y's (log-odds, fitted on the reference's decisive votes with a first-shown term
@@ -20,11 +20,25 @@ So each judge gets its own model, on its decisive verdicts in the canonical fram
   out for per-pair verdicts, which have seen both orders.
 * ``self``: +1 when X is of the judge's family, -1 when Y is, 0 otherwise (both or neither).
 
+Two confounders fake a self term without these (issue 26): a judge that weighs length more
+than people while one family writes longer answers, and a family strong on some topics whose
+judge is sharp there and noisy elsewhere. So the judge's model also holds
+
+* ``length``: log((1 + length of X) / (1 + length of Y)), its own length lean (the
+  reference's strengths are fitted with the reference's own length term, so the gap is
+  quality apart from length);
+* per category, where every record carries one (:data:`MIN_CATEGORY_ROWS` reference votes
+  each): the reference's strengths and the judge's slope, one of each per category;
+
+and where the judge is itself one of the rated models and its family has others, a second
+fit splits ``self`` into its own model and its siblings (a judge may favour its stronger
+sibling more than itself).
+
 ``self`` is then the judge's extra log-odds for its own family's response beyond what its
-own reading of quality and its position lean predict. The interval is cluster-robust by
-``pair_id`` (Liang & Zeger 1986; a judge's two orders and people's votes on a pair are one
-unit); the same interval clustered by prompt is reported as a check (pairs of one prompt
-share a question). The model needs pairs with exactly one response of the judge's family and
+own reading of quality, its position lean and its length lean predict. The interval is
+cluster-robust by the report's cluster (Liang & Zeger 1986): the prompt where a prompt
+carries several pairs (they share its answers), else the ``pair_id`` (a judge's two orders
+and people's votes on a pair are one unit); ``ci_by_prompt`` is the prompt-clustered one. The model needs pairs with exactly one response of the judge's family and
 a gap that varies apart from them (other opponents, or pairs without the family); otherwise
 the term is not identified and the judge gets a note instead of a number. The reference
 strengths are estimated from the same pairs; their uncertainty is carried into the interval by
@@ -41,7 +55,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.stats import Z95, positions
+from analysis.judgment_table import positions
+from analysis.regression import Z95, FitError, contrast, fit_logit, sandwich
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term"]
@@ -50,28 +65,40 @@ MIN_ROWS = 20  # fewest decisive rows with a self term (exactly one response of 
 MIN_PAIRS = 10  # ... spread over at least this many pairs
 SPECIFICATION = (
     "one logit per judge on its decisive verdicts: P(judge picks X over Y) from its own slope on the quality gap "
-    "people see (the reference's Bradley-Terry strength of X's model minus Y's), its own position term (X shown "
-    "first or second) and the self term (+1 when X is of the judge's family, -1 when Y is); intervals "
-    "cluster-robust by pair (by prompt as a check). It controls for model strength as the reference sees it, for "
-    "the judge's own sharpness (how strongly it separates strong from weak answers) and for its position lean"
+    "people see (the reference's Bradley-Terry strength of X's model minus Y's, apart from the reference's own "
+    "position and length leans; strengths and slope per category where the records carry one), its own position "
+    "term (X shown first or second), its own length term (log length of X over Y) and the self term (+1 when X is "
+    "of the judge's family, -1 when Y is); intervals cluster-robust by the report's cluster (prompt or pair). It "
+    "controls for model strength as the reference sees it, for the judge's own sharpness (how strongly it "
+    "separates strong from weak answers), for its position lean and for its length lean; where the judge's family "
+    "has two or more models its preference for its own model and for its siblings are fitted apart"
 )
+MIN_CATEGORY_ROWS = 50  # fewest decisive reference votes per category for strengths by category
 
 
 @dataclass(frozen=True)
 class ControlledSelfPreference:
     coef: float | None  # log-odds; > 0 means the judge favours its own family
-    ci: tuple[float, float] | None  # clustered by pair
+    ci: tuple[float, float] | None  # clustered by ``cluster``
     p: float | None
     n_rows: int  # decisive rows of this judge's fit
     n_judges: int  # judges given (each fitted on its own)
     n_self_rows: int  # rows with exactly one response of the judge's family
     note: str | None = None
-    ci_by_prompt: tuple[float, float] | None = None  # the same term clustered by prompt (a check)
+    ci_by_prompt: tuple[float, float] | None = None  # the same term clustered by prompt
     slope: float | None = None  # the judge's sharpness relative to the reference
     slope_ci: tuple[float, float] | None = None
     position: float | None = None  # log-odds for the first-shown response
     position_ci: tuple[float, float] | None = None
     n_pairs: int = 0
+    cluster: str = "pair"  # the unit ``ci`` treats as independent
+    length: float | None = None  # the judge's own lean per unit of log length ratio
+    length_ci: tuple[float, float] | None = None
+    categories: tuple[str, ...] = ()  # strengths and slope read per category (none: pooled)
+    own_model: float | None = None  # preference for its own model, siblings held apart
+    own_model_ci: tuple[float, float] | None = None
+    siblings: float | None = None  # preference for its family's other models
+    siblings_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,28 +109,16 @@ class JudgeRows:
     rows: pd.DataFrame
     reference_rows: pd.DataFrame
     per_pair: bool = False  # rows are one verdict per pair (no display position)
+    model: str | None = None  # the judge's own model among the rated ones, when it is one
 
 
-def _newton(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    """Maximum-likelihood logit coefficients; None when Newton does not converge or the data
-    are (quasi-)separated. A few lines of numpy rather than statsmodels: this runs once per
-    judge and per seed in the planted-scenario tests (checked against statsmodels there)."""
-    beta = np.zeros(X.shape[1])
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-        try:
-            step = np.linalg.solve((X * (p * (1 - p))[:, None]).T @ X, X.T @ (y - p))
-        except np.linalg.LinAlgError:
-            return None
-        beta = beta + step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    else:
+def _fit(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Maximum-likelihood logit coefficients (:func:`analysis.regression.fit_logit`); None
+    when the fit does not converge or the data are (quasi-)separated."""
+    try:
+        return fit_logit(X, y).params
+    except FitError:
         return None
-    p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-    if np.any((p < 1e-6) | (p > 1 - 1e-6)) or not np.all(np.isfinite(beta)):
-        return None
-    return beta
 
 
 def _canonical_models(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -111,15 +126,6 @@ def _canonical_models(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     a, b = rows["model_a"].to_numpy(dtype=object), rows["model_b"].to_numpy(dtype=object)
     flip = rows["flip"].to_numpy(dtype=bool)
     return np.where(flip, b, a), np.where(flip, a, b)
-
-
-def _contrast(x: np.ndarray, y: np.ndarray, n_models: int) -> np.ndarray:
-    """Rows e_x - e_y over the models (integer codes), model 0 (the baseline) left out."""
-    out = np.zeros((len(x), n_models))
-    at = np.arange(len(x))
-    out[at, x] += 1.0
-    out[at, y] -= 1.0
-    return out[:, 1:]
 
 
 @dataclass(frozen=True)
@@ -136,15 +142,26 @@ class Verdicts:
     pair: np.ndarray
     prompt: np.ndarray | None = None
     own: np.ndarray | None = None
+    # log((1 + length of X) / (1 + length of Y)) in characters: the rater's own length lean.
+    length: np.ndarray | None = None
+    # Category codes (0..C-1): strengths and the judge's sharpness are then read per category.
+    category: np.ndarray | None = None
+    # +1 when X is the judge's own model, -1 when Y is (the rest of ``own`` is its siblings).
+    own_model: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class SelfTerm:
-    """The fitted judge model: ``theta`` = (slope, [position], self) and its covariances."""
+    """The fitted judge model: ``theta`` = (slope [one per category], [position], [length],
+    self [or own model, siblings]) named by ``columns``, and its covariances."""
 
     theta: np.ndarray
     cov: np.ndarray  # clustered by pair, reference uncertainty included
     cov_by_prompt: np.ndarray | None
+    columns: tuple[str, ...] = ()
+
+    def at(self, name: str) -> int:
+        return self.columns.index(name)
 
     def interval(self, i: int, by_prompt: bool = False) -> tuple[float, float]:
         cov = self.cov_by_prompt if by_prompt else self.cov
@@ -152,12 +169,14 @@ class SelfTerm:
         return (float(self.theta[i] - Z95 * se), float(self.theta[i] + Z95 * se))
 
 
-def _two_step_cov(D, y_ref, beta, G, Z, y, theta, groups_ref, groups_judge) -> np.ndarray:
+def _two_step_cov(D, y_ref, beta, G, Z, y, theta, groups_ref, groups_judge, slope_of=None) -> np.ndarray:
     """Covariance of the judge's coefficients with the reference strengths' uncertainty carried
     in: the sandwich of the two stacked fits' estimating equations (Murphy & Topel 1985; Newey
     & McFadden 1994, sec. 6), clustered so that the reference's and the judge's rows of one
     cluster are one unit, with statsmodels' small-sample factor G/(G-1) * (N-1)/(N-K).
-    ``G`` maps the strengths to the judge's gap column (Z[:, 0] = G @ strengths)."""
+    ``G`` maps the strengths to the judge's gap (``gap = G @ strengths``); ``slope_of`` says,
+    per judge row, which column of ``Z`` holds its gap (its category's slope; column 0 for all
+    without categories)."""
     k_ref, k, n_str = D.shape[1], Z.shape[1], G.shape[1]
     p_ref = 1.0 / (1.0 + np.exp(-(D @ beta)))
     p = 1.0 / (1.0 + np.exp(-(Z @ theta)))
@@ -165,88 +184,148 @@ def _two_step_cov(D, y_ref, beta, G, Z, y, theta, groups_ref, groups_judge) -> n
     A = np.zeros((k_ref + k, k_ref + k))
     A[:k_ref, :k_ref] = -(D * (p_ref * (1 - p_ref))[:, None]).T @ D
     A[k_ref:, k_ref:] = -(Z * w[:, None]).T @ Z
-    # How the judge's scores move with the strengths, through its gap column.
-    cross = -(Z * (w * theta[0])[:, None]).T @ G
-    cross[0] += (y - p) @ G
+    # How the judge's scores move with the strengths, through its gap columns.
+    slope_of = np.zeros(len(y), dtype=np.int64) if slope_of is None else slope_of
+    cross = -(Z * (w * theta[slope_of])[:, None]).T @ G
+    for c in np.unique(slope_of):
+        cross[c] += ((y - p) * (slope_of == c)) @ G
     A[k_ref:, :n_str] = cross
-    codes = np.r_[groups_ref, groups_judge]
-    n_groups = int(codes.max()) + 1
-    sums = np.zeros((n_groups, k_ref + k))
-    for c in range(k_ref):
-        sums[:, c] = np.bincount(groups_ref, D[:, c] * (y_ref - p_ref), minlength=n_groups)
-    for c in range(k):
-        sums[:, k_ref + c] = np.bincount(groups_judge, Z[:, c] * (y - p), minlength=n_groups)
-    n, used = len(codes), int((np.bincount(codes, minlength=n_groups) > 0).sum())
-    factor = used / (used - 1) * (n - 1) / (n - k_ref - k) if used > 1 else 1.0
+    scores = np.zeros((len(y_ref) + len(y), k_ref + k))
+    scores[: len(y_ref), :k_ref] = D * (y_ref - p_ref)[:, None]
+    scores[len(y_ref) :, k_ref:] = Z * (y - p)[:, None]
     inv = np.linalg.inv(A)
-    return (factor * inv @ (sums.T @ sums) @ inv.T)[k_ref:, k_ref:]
+    return sandwich(inv, scores, np.r_[groups_ref, groups_judge], small_sample=True)[k_ref:, k_ref:]
 
 
-def fit_reference(ref: Verdicts, n_models: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The reference's Bradley-Terry fit: (design, coefficients), strengths first (log-odds,
-    model 0 the baseline) then a first-shown term when the verdicts have positions; None
-    when the models are not connected by decisive votes (no MLE)."""
-    D = _contrast(ref.x, ref.y, n_models)
+def _strength_columns(v: Verdicts, n_models: int, n_categories: int) -> np.ndarray:
+    """Bradley-Terry strength columns, one block per category (model 0 the baseline in each)."""
+    base = contrast(v.x, v.y, n_models)
+    if n_categories <= 1:
+        return base
+    out = np.zeros((len(base), n_categories * base.shape[1]))
+    for c in range(n_categories):
+        rows = v.category == c
+        out[rows, c * base.shape[1]:(c + 1) * base.shape[1]] = base[rows]
+    return out
+
+
+def fit_reference(ref: Verdicts, n_models: int, n_categories: int = 1):
+    """The reference's Bradley-Terry fit: (design, coefficients, number of strength columns),
+    strengths first (log-odds, model 0 the baseline; one block per category when
+    ``n_categories`` > 1), then a first-shown term when the verdicts have positions and a
+    length term when they carry lengths, so the strengths are quality apart from the reference's
+    own position and length leans. None when the models are not connected by decisive votes
+    (no MLE) in some category."""
+    D = _strength_columns(ref, n_models, n_categories)
+    n_str = D.shape[1]
     if ref.position is not None:
         D = np.c_[D, ref.position]
+    if ref.length is not None:
+        D = np.c_[D, ref.length]
     if len(D) == 0 or np.linalg.matrix_rank(D) < D.shape[1]:
         return None
-    beta = _newton(D, ref.won)
-    return None if beta is None else (D, beta)
+    beta = _fit(D, ref.won)
+    return None if beta is None else (D, beta, n_str)
 
 
-def fit_self_term(ref: Verdicts, judge: Verdicts, n_models: int, reference_fit=None) -> SelfTerm | str:
+def fit_self_term(ref: Verdicts, judge: Verdicts, n_models: int, reference_fit=None, *, split: bool = False,
+                  n_categories: int = 1) -> SelfTerm | str:
     """The judge's model (module docstring) on coded verdicts, or why it cannot be fitted.
 
     ``reference_fit`` is :func:`fit_reference`'s result when already computed (several
-    judges against one reference).
+    judges against one reference). With ``n_categories`` > 1 (``category`` codes on both
+    sets) the strengths and the judge's slope are one per category; with lengths on the
+    judge's verdicts its own length lean is a term; with ``split`` the self term is two, the
+    judge's own model (``own_model``) and its family's other models.
     """
-    fitted = reference_fit if reference_fit is not None else fit_reference(ref, n_models)
+    fitted = reference_fit if reference_fit is not None else fit_reference(ref, n_models, n_categories)
     if fitted is None:
         return "the reference's decisive votes give no Bradley-Terry strengths for these models"
-    D, beta = fitted
-    G = _contrast(judge.x, judge.y, n_models)
-    gap = G @ beta[: n_models - 1]
-    Z = np.column_stack([gap, judge.own] if judge.position is None else [gap, judge.position, judge.own])
+    D, beta, n_str = fitted
+    G = _strength_columns(judge, n_models, n_categories)
+    gap = G @ beta[:n_str]
+    if n_categories > 1:
+        slope_of = judge.category.astype(np.int64)
+        columns = [gap * (slope_of == c) for c in range(n_categories)]
+        names = [f"slope[{c}]" for c in range(n_categories)]
+    else:
+        slope_of, columns, names = None, [gap], ["slope"]
+    for name, column in (("position", judge.position), ("length", judge.length)):
+        if column is not None:
+            columns.append(column)
+            names.append(name)
+    if split:
+        columns += [judge.own_model, judge.own - judge.own_model]
+        names += ["own_model", "siblings"]
+    else:
+        columns.append(judge.own)
+        names.append("self")
+    Z = np.column_stack(columns)
     if np.linalg.matrix_rank(Z) < Z.shape[1]:
         return "collinear"
-    theta = _newton(Z, judge.won)
+    theta = _fit(Z, judge.won)
     if theta is None:
         return "the judge's fit did not converge (separated data)"
-    cov = _two_step_cov(D, ref.won, beta, G, Z, judge.won, theta, ref.pair, judge.pair)
+    cov = _two_step_cov(D, ref.won, beta, G, Z, judge.won, theta, ref.pair, judge.pair, slope_of)
     by_prompt = None
     if ref.prompt is not None and judge.prompt is not None:
-        by_prompt = _two_step_cov(D, ref.won, beta, G, Z, judge.won, theta, ref.prompt, judge.prompt)
-    return SelfTerm(theta, cov, by_prompt)
+        by_prompt = _two_step_cov(D, ref.won, beta, G, Z, judge.won, theta, ref.prompt, judge.prompt, slope_of)
+    return SelfTerm(theta, cov, by_prompt, tuple(names))
 
 
 def _coded(rows: pd.DataFrame, models: pd.Index, pairs: pd.Index, prompts: pd.Index | None, per_pair: bool,
-           family: str | None = None) -> Verdicts:
+           family: str | None = None, categories: pd.Index | None = None, model: str | None = None) -> Verdicts:
     rows = rows[rows["decisive"].to_numpy(dtype=bool)]
     x, y = _canonical_models(rows)
     xi, yi = positions(models, x), positions(models, y)
-    own = None
+    flip = rows["flip"].to_numpy(dtype=bool)
+    own = own_model = None
     if family is not None:
-        flip = rows["flip"].to_numpy(dtype=bool)
         fa, fb = rows["family_a"].to_numpy(dtype=object), rows["family_b"].to_numpy(dtype=object)
         fam_x, fam_y = np.where(flip, fb, fa), np.where(flip, fa, fb)
         own = (fam_x == family).astype(float) - (fam_y == family).astype(float)
         known = pd.notna(fam_x) & pd.notna(fam_y)
+        if model is not None:
+            own_model = (x == model).astype(float) - (y == model).astype(float)
     else:
         known = np.ones(len(rows), dtype=bool)
+    category = None
+    if categories is not None:
+        category = positions(categories, rows["category"])
+        known &= category >= 0
     keep = (xi >= 0) & (yi >= 0) & known
-    position = None if per_pair else np.where(rows["flip"].to_numpy(dtype=bool), -1.0, 1.0)[keep]
+    position = None if per_pair else np.where(flip, -1.0, 1.0)[keep]
+    length = None
+    if "len_a" in rows.columns and "len_b" in rows.columns:
+        la, lb = rows["len_a"].to_numpy(dtype=float), rows["len_b"].to_numpy(dtype=float)
+        length = np.where(flip, -1.0, 1.0) * (np.log1p(la) - np.log1p(lb))
+        length = length[keep] if np.any(length != 0) else None
     prompt = None
     if prompts is not None:
         prompt = positions(prompts, rows["prompt"])[keep]
     return Verdicts(xi[keep], yi[keep], (rows["canon"].to_numpy() == 1).astype(float)[keep], position,
                     positions(pairs, rows["pair_id"])[keep], prompt,
-                    None if own is None else own[keep])
+                    None if own is None else own[keep], length,
+                    None if category is None else category[keep],
+                    None if own_model is None else own_model[keep])
 
 
-def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict) -> ControlledSelfPreference:
+def _categories(ref_rows: pd.DataFrame, judge_rows: pd.DataFrame) -> pd.Index | None:
+    """The categories strengths and slopes are read by: two or more, every row carrying one,
+    each with :data:`MIN_CATEGORY_ROWS` decisive reference votes; else None (pooled)."""
+    if "category" not in ref_rows.columns or "category" not in judge_rows.columns:
+        return None
+    if ref_rows["category"].isna().any() or judge_rows["category"].isna().any():
+        return None
+    counts = ref_rows["category"].value_counts()
+    if len(counts) < 2 or counts.min() < MIN_CATEGORY_ROWS:
+        return None
+    return pd.Index(sorted(counts.index))
+
+
+def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str = "pair") -> ControlledSelfPreference:
     def null(note: str, n_rows: int = 0, n_self: int = 0) -> ControlledSelfPreference:
-        return ControlledSelfPreference(None, None, None, n_rows, n_judges, n_self, note)
+        return ControlledSelfPreference(None, None, None, n_rows, n_judges, n_self, note, cluster=cluster)
 
     if not spec.family:
         return null("judge family unknown")
@@ -256,9 +335,13 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict) -> ControlledSelfPre
     both = pd.concat([ref_rows, spec.rows])
     pairs = pd.Index(pd.unique(both["pair_id"]))
     prompts = pd.Index(pd.unique(both["prompt"])) if "prompt" in both and both["prompt"].notna().all() else None
-    key = (id(spec.reference_rows), spec.per_pair)
-    ref = _coded(ref_rows, models, pairs, prompts, spec.per_pair)
-    judge = _coded(spec.rows, models, pairs, prompts, spec.per_pair, spec.family)
+    if prompts is None:
+        cluster = "pair"
+    categories = _categories(ref_rows, spec.rows)
+    key = (id(spec.reference_rows), spec.per_pair, None if categories is None else tuple(categories))
+    model = spec.model if spec.model in models else None
+    ref = _coded(ref_rows, models, pairs, prompts, spec.per_pair, categories=categories)
+    judge = _coded(spec.rows, models, pairs, prompts, spec.per_pair, spec.family, categories, model)
     n_self = int((judge.own != 0).sum())
     self_pairs = len(np.unique(judge.pair[judge.own != 0]))
     if len(models) < 2:
@@ -269,34 +352,56 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict) -> ControlledSelfPre
     if n_self < MIN_ROWS or self_pairs < MIN_PAIRS:
         return null(f"too few rows with exactly one {spec.family} response ({n_self} rows on {self_pairs} pairs)",
                     len(judge.x), n_self)
+    n_categories = 1 if categories is None else len(categories)
     if key not in cache:
-        cache[key] = fit_reference(ref, len(models))
-    fit = fit_self_term(ref, judge, len(models), cache[key])
+        cache[key] = fit_reference(ref, len(models), n_categories)
+    fit = fit_self_term(ref, judge, len(models), cache[key], n_categories=n_categories)
     if fit == "collinear":
         return null(f"not identified: the quality gap does not vary apart from the {spec.family} responses "
                     "(it needs pairs of that family against opponents of different strength, or pairs without it)",
                     len(judge.x), n_self)
     if isinstance(fit, str):
         return null(fit, len(judge.x), n_self)
-    i = len(fit.theta) - 1
-    se = float(np.sqrt(fit.cov[i, i]))
+    by_prompt = cluster == "prompt" and fit.cov_by_prompt is not None
+
+    def term(name: str, fitted: SelfTerm = fit):
+        if name not in fitted.columns:
+            return None, None
+        k = fitted.at(name)
+        return float(fitted.theta[k]), fitted.interval(k, by_prompt=by_prompt)
+
+    i = fit.at("self")
+    se = float(np.sqrt((fit.cov_by_prompt if by_prompt else fit.cov)[i, i]))
+    split = {}
+    siblings = judge.own - judge.own_model if judge.own_model is not None else None
+    if siblings is not None and np.any(judge.own_model != 0) and np.sum(siblings != 0) >= MIN_ROWS:
+        apart = fit_self_term(ref, judge, len(models), cache[key], split=True, n_categories=n_categories)
+        if isinstance(apart, SelfTerm):
+            (split["own_model"], split["own_model_ci"]), (split["siblings"], split["siblings_ci"]) = (
+                term("own_model", apart), term("siblings", apart))
+    slope, slope_ci = term("slope")
+    position, position_ci = term("position")
+    length, length_ci = term("length")
     return ControlledSelfPreference(
-        coef=float(fit.theta[i]), ci=fit.interval(i), p=float(2 * stats.norm.sf(abs(fit.theta[i]) / se)),
+        coef=float(fit.theta[i]), ci=fit.interval(i, by_prompt=by_prompt),
+        p=float(2 * stats.norm.sf(abs(fit.theta[i]) / se)),
         n_rows=len(judge.x), n_judges=n_judges, n_self_rows=n_self,
         ci_by_prompt=fit.interval(i, by_prompt=True) if fit.cov_by_prompt is not None else None,
-        slope=float(fit.theta[0]), slope_ci=fit.interval(0),
-        position=None if spec.per_pair else float(fit.theta[1]),
-        position_ci=None if spec.per_pair else fit.interval(1),
-        n_pairs=len(np.unique(judge.pair)),
+        slope=slope, slope_ci=slope_ci, position=position, position_ci=position_ci,
+        n_pairs=len(np.unique(judge.pair)), cluster="prompt" if by_prompt else "pair",
+        length=length, length_ci=length_ci, categories=() if categories is None else tuple(map(str, categories)),
+        **split,
     )
 
 
-def controlled_self_preference(judges: Mapping[str, JudgeRows]) -> dict[str, ControlledSelfPreference]:
-    """Every judge's self term from its own logit (module docstring).
+def controlled_self_preference(judges: Mapping[str, JudgeRows], cluster: str = "pair"
+                               ) -> dict[str, ControlledSelfPreference]:
+    """Every judge's self term from its own logit (module docstring); intervals clustered by
+    ``cluster`` (``"prompt"`` or ``"pair"``; by pair when the rows carry no prompt).
 
     Judges whose term the data cannot identify (family unknown, no response of its family,
     too few rows, a gap collinear with the self term, a separated fit) get ``None``
     numbers and a note saying why, never a number.
     """
     cache: dict = {}
-    return {name: _judge_fit(spec, len(judges), cache) for name, spec in judges.items()}
+    return {name: _judge_fit(spec, len(judges), cache, cluster) for name, spec in judges.items()}

@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.bias.position import debiased_verdicts
-from analysis.stats import cluster_bootstrap_many, positions, string_values, wilson_interval
+from analysis.judgment_table import positions, string_values
+from analysis.regression import cluster_bootstrap_many, item_clusters, per_cluster, wilson_interval
 
 __all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
            "human_baseline", "rank_agreement", "spearman_permutation_p"]
@@ -113,13 +114,14 @@ def _ratio(num: int, den: int):
     return stat
 
 
-def _cis(sums: np.ndarray, tot: np.ndarray, n_boot: int, seed: int):
+def _cis(sums: np.ndarray, tot: np.ndarray, n_boot: int, seed: int, clusters: np.ndarray | None = None):
     """Bootstrap intervals of S1 (columns 0/1) and S2 (columns 2/3) on the same resamples.
 
     At an agreement of exactly 0 or 1 every resample repeats it; a Wilson interval with the
-    number of items as n (conservative for several votes per item) stands in.
+    number of items as n (conservative for several votes per item) stands in. ``clusters``
+    (each item's, :func:`analysis.regression.item_clusters`) resample prompts, not items.
     """
-    cis = cluster_bootstrap_many(sums, [_ratio(0, 1), _ratio(2, 3)], n_boot=n_boot, seed=seed)
+    cis = cluster_bootstrap_many(per_cluster(sums, clusters), [_ratio(0, 1), _ratio(2, 3)], n_boot=n_boot, seed=seed)
     out = []
     for ci, num, den in zip(cis, (0, 2), (1, 3)):
         n_items = int((sums[:, den] > 0).sum())
@@ -206,7 +208,7 @@ def agreement_with_sums(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, 
     n_judge, weight_ref = j.sum(axis=1), c.sum(axis=1)
     p_judge = (_by_name(j, orientation) * weight_ref[:, None]).sum(axis=0) / tot[1]
     p_ref = (_by_name(c, orientation) * n_judge[:, None]).sum(axis=0) / tot[1]
-    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed)
+    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, item_clusters(judge_rows, items))
     return Agreement(
         vs=vs,
         with_ties=float(tot[0] / tot[1]) if tot[1] else None,
@@ -271,7 +273,7 @@ def human_baseline(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Agr
     voter_orientation = pd.Series(orientation, index=items).reindex(voter_items).to_numpy()
     p = (_by_name(per_voter.to_numpy(dtype=float), voter_orientation) * partners[:, None]).sum(axis=0)
     p = p / p.sum()
-    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed)
+    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, item_clusters(rows, items[keep]))
     return Agreement(
         vs="human",
         with_ties=float(tot[0] / tot[1]),

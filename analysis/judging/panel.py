@@ -158,7 +158,8 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     """
     from analysis.judging.agreement import agreement_sums
     from analysis.resample import paired_totals
-    from analysis.stats import clustered_rate_ci, positions, wilson_interval
+    from analysis.judgment_table import positions
+    from analysis.regression import clustered_rate_ci, percentile_interval, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
     # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).
@@ -206,6 +207,6 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
         with np.errstate(divide="ignore", invalid="ignore"):
             diffs = ta[:, num] / ta[:, den] - tb[:, num] / tb[:, den]
         diffs = diffs[np.isfinite(diffs)]
-        lo, hi = np.quantile(diffs, [0.025, 0.975])
+        lo, hi = percentile_interval(diffs)
         out += [float(point), (float(lo), float(hi))]
     return PanelSummary(members, tie_rate, tie_ci, ref_rate, ref_ci, best, *out, own)

@@ -2,7 +2,7 @@
 
 For each judge, the same verdicts read four ways, each scored against the reference
 (people where they voted) at the verdict level (FastChat's S1/S2 agreement, with
-bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.leaderboard`):
+bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.meta_metrics`):
 
 * ``as_given``: the verdicts as the judge gave them, one per pair and display order, each
   scored by the share of the reference's votes on the pair it matches (every pair and order
@@ -19,7 +19,7 @@ bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.l
 
 A variant is marked best for a metric only when a paired bootstrap says it beats every
 other variant that has the metric: items resampled for S1/S2, prompts for the leaderboard
-metrics (both leaderboards refitted each round, :func:`analysis.judging.leaderboard.metric_rounds`),
+metrics (both leaderboards refitted each round, :func:`analysis.judging.meta_metrics.metric_rounds`),
 the 95% percentile interval of each difference excluding 0. Otherwise none is marked and the
 report says no variant is clearly better. The style-controlled ratings are not refitted in
 the rounds, so that variant is never marked best on a leaderboard metric.
@@ -38,9 +38,10 @@ import numpy as np
 
 from analysis.bias.position import debiased_rows
 from analysis.judging.agreement import Agreement, agreement_sums, agreement_with_sums
-from analysis.judging.leaderboard import (
+from analysis.judging.meta_metrics import (
     BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
+from analysis.regression import percentile_interval
 from analysis.resample import paired_totals
 
 __all__ = ["BEST_RULE", "VARIANTS", "Variant", "best_variants", "judge_variants", "variant_rounds", "with_intervals"]
@@ -142,7 +143,7 @@ def _beats(diffs: np.ndarray, higher: bool) -> bool:
     diffs = diffs[np.isfinite(diffs)]
     if len(diffs) == 0:
         return False
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    lo, hi = percentile_interval(diffs)
     return lo > 0 if higher else hi < 0
 
 
@@ -192,7 +193,7 @@ def with_intervals(variants: tuple[Variant, ...], rounds: dict[str, dict[str, np
             values = mine.get(m)
             values = values[np.isfinite(values)] if values is not None else None
             ok = values is not None and getattr(v.leaderboard, m) is not None and len(values) >= len(mine[m]) / 2
-            intervals[m] = tuple(float(x) for x in np.quantile(values, [0.025, 0.975])) if ok else None
+            intervals[m] = tuple(float(x) for x in percentile_interval(values)) if ok else None
         out.append(dc_replace(v, leaderboard=dc_replace(v.leaderboard, intervals=intervals)))
     return tuple(out)
 

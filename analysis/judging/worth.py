@@ -19,8 +19,9 @@ import pandas as pd
 
 from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_rounds, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
+from analysis.regression import bias_corrected_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
 
@@ -51,13 +52,21 @@ class JudgeWorth:
     effective_votes: float
     effective_ci: tuple[float, float] | None
     ratio: float  # effective / actual human votes: what one vote is worth with the judge (the
-    # interval of the effective votes is this ratio's pair-bootstrap interval times n_human)
+    # interval of the effective votes is this ratio's bias-corrected pair-bootstrap interval times n_human)
     ratio_ci: tuple[float, float] | None
     curve: tuple[WidthPoint, ...]
     ratings: pd.DataFrame  # model, people, people_lower, people_upper, judge, ..., ppi, ppi_lower, ppi_upper, rank_set
     lam_all: float  # lambda of the fit on every human vote
     n_dropped_votes: int  # human votes on pairs this judge never judged (left out here)
     all_labelled: bool = False  # people on every judged pair: the PPI ratings are people's own
+    # Per model at the design's share, lambda tuned for each model (PPI++ per coordinate):
+    # model, lam, width_ratio (its interval's width with the judge over people's alone, <= 1).
+    per_model: pd.DataFrame | None = None
+
+    @property
+    def n_narrowed(self) -> int:
+        """Models whose interval the judge narrows by more than 1% (per-model lambda)."""
+        return 0 if self.per_model is None else int((self.per_model["width_ratio"] < 0.99).sum())
     # Expected mean width against votes past those in hand, active and uniform picks (analysis.plan).
     projection: pd.DataFrame | None = None
 
@@ -80,7 +89,8 @@ def _design_rows(data: PPIData) -> PPIData:
     return replace(data, pair=twice(data.pair, data.pair), n_judge=twice(data.n_judge, data.n_judge),
                    yhat_judge=twice(data.yhat_judge, data.yhat_judge), n_human=twice(data.n_human, gone),
                    y_human=twice(data.y_human, gone), yhat_human=twice(data.yhat_human, gone),
-                   weight=twice(data.weight, np.zeros_like(data.weight)))
+                   weight=twice(data.weight, np.zeros_like(data.weight)),
+                   group=None if data.group is None else twice(data.group, data.group))
 
 
 def _people_on(data: PPIData, keep: np.ndarray) -> np.ndarray:
@@ -162,13 +172,15 @@ def _projection(human: pd.DataFrame, judge: pd.DataFrame, name: str) -> pd.DataF
 
 
 def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_alone: pd.DataFrame | None = None,
-                rounds: int = 100, seed: int = 0, level: float = 0.95) -> JudgeWorth | None:
+                rounds: int = 100, seed: int = 0, level: float = 0.95, cluster: str | None = "pair") -> JudgeWorth | None:
     """The judge's worth in human votes, with a pair-bootstrap interval; None without people on its pairs.
 
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
+    ``cluster`` (:func:`analysis.regression.cluster_groups`): by prompt, the sandwich sums a
+    prompt's pairs and the bootstrap draws whole prompts (Poisson(1) times each).
     """
-    data = ppi_data(human, judge, repr(name), unjudged="leave out")
+    data = ppi_data(human, judge, repr(name), unjudged="leave out", cluster=cluster)
     if data.totals()[0] == 0:
         return None
     rng = np.random.default_rng(seed)
@@ -187,9 +199,22 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # the curve's subsamples.
     n_point = _DRAWS if subsampled else 1
     point_drawn = [draw_design() for _ in range(n_point)]
-    rounds_drawn = [_bootstrapped(draw_design(), rng) for _ in range(rounds)]
+    if data.group is None:
+        rounds_drawn, prompt_draws = [_bootstrapped(draw_design(), rng) for _ in range(rounds)], None
+    else:  # whole prompts drawn: a prompt drawn k times multiplies its pairs' weights by k
+        prompt_draws = rng.poisson(1.0, size=(rounds, int(data.group.max()) + 1)).astype(float)
+        rows_group = np.r_[data.group, data.group]  # the rows of _design_rows
+        rounds_drawn = [draw_design() * k[rows_group] for k in prompt_draws]
     shares, curve_drawn = zip(*_curve_designs(data, rng))
-    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]))
+    # Bootstrap rounds keep their tuned fit even where it is wider than people's alone, so the
+    # ratio's interval can fall below 1x (a useless judge's did not, and covered its true value never).
+    fallback = np.r_[np.ones(1 + n_point, bool), np.zeros(rounds, bool), np.ones(len(curve_drawn), bool)]
+    draws = None
+    if prompt_draws is not None:  # the other fits take every prompt once
+        draws = np.ones((len(fallback), prompt_draws.shape[1]))
+        draws[1 + n_point:1 + n_point + rounds] = prompt_draws
+    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]),
+                          fallback=fallback, draws=draws)
     fit, point = fits[0], fits[1:1 + n_point]
     resampled, curve_fits = fits[1 + n_point:1 + n_point + rounds], fits[1 + n_point + rounds:]
     for f in (fit, *point):
@@ -199,9 +224,8 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
     # A resample whose comparisons are disconnected (or whose fit fails) is left out.
     ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
-    tail = 100 * (1 - level) / 2
-    ratio_ci = (tuple(float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-                if len(ratios) >= rounds / 2 else None)
+    ratio_ci = bias_corrected_interval(ratios, ratio, level) if len(ratios) >= rounds / 2 else None
+    per_model = _per_model(_design_rows(data), point_drawn)
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else
               f"as collected: people on {n_labelled} of the judge's {n_judged} pairs, the judge on all of them")
@@ -221,12 +245,24 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         lam_all=fit.lam,
         n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
+        per_model=per_model,
         projection=None if n_labelled == n_judged else _projection(human, judge, name),
     )
 
 
+def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:
+    """Each model's lambda and width ratio (:func:`.fit_ppi_per_model`), averaged over the
+    design's draws; None when a draw cannot be fitted."""
+    try:
+        fits = [fit_ppi_per_model(rows, w) for w in designs]
+    except (ValueError, RuntimeError):
+        return None
+    return pd.DataFrame({"model": rows.models.astype(str), "lam": np.mean([f.lam for f in fits], axis=0),
+                         "width_ratio": np.mean([f.width_ratio for f in fits], axis=0)})
+
+
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],
-                    seed: int = 0) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+                    seed: int = 0, cluster: str | None = "pair") -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
     """:func:`judge_worth` for every judge ``name -> (its battle frame, its own BT table)`` that
     people voted beside; the notes say why a judge got none."""
     if human is None or human.empty:
@@ -234,7 +270,7 @@ def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataF
     out, notes = [], []
     for name, (frame, alone) in judges.items():
         try:
-            worth = judge_worth(human, frame, name, judge_alone=alone, seed=seed)
+            worth = judge_worth(human, frame, name, judge_alone=alone, seed=seed, cluster=cluster)
         except (ValueError, RuntimeError) as exc:  # e.g. people's votes do not connect the models
             notes.append(f"{name}: not rated with people (PPI): {exc}")
             continue

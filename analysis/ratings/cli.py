@@ -10,6 +10,7 @@ import warnings
 
 from analysis.frames import load_frame
 from analysis.importers import describe_formats
+from analysis.regression import CLUSTERS, cluster_groups
 
 from .registry import METHODS, rate
 from .table import RatingTable, withhold_thin
@@ -30,10 +31,13 @@ bt-style the sandwich (robust) 95% interval, or the bootstrap percentile interva
 --bootstrap N > 0; for elo and elo-avg a bootstrap over resampled battles (100 rounds unless
 --bootstrap says otherwise); for trueskill the posterior mu +- 1.96 sigma, or a bootstrap.
 rank = 1 + the number of models whose lower bound is above this model's upper bound.
-Votes sharing a pair_id (several people on one pair, a judge seeing both orders) are one
-cluster: the sandwich intervals of bt, bt-davidson and bt-style sum scores within whole
-pairs, and the bootstrap of bt, bt-davidson, bt-style, elo, elo-avg and trueskill resamples
-whole pairs. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
+Votes that repeat are one cluster: by default the prompt (prompt_id, else its text)
+whenever a prompt carries more than one pair (each model's answer to it sits in several
+pairs, and its difficulty touches all of them), else the pair (several people on one pair, a
+judge seeing both orders); --cluster pair|prompt chooses, and the first line of the output
+says which. The sandwich intervals of bt, bt-davidson, bt-style and --ppi sum scores within
+whole clusters, and the bootstrap of bt, bt-davidson, bt-style, elo, elo-avg and trueskill
+resamples whole clusters. bt-style uses FastChat's ridge (reg 0.5). Elo bootstrap intervals shrink for
 sparsely sampled models, so elo and elo-avg print a warning: read intervals from bt.
 
 Methods: bt (Bradley-Terry, ties = half a win), bt-davidson (Davidson's tie model),
@@ -141,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppi", metavar="JUDGE", help="with --judge human and --method bt: prediction-powered "
                         "ratings on people's scale from their votes and JUDGE's verdicts on every pair (PPI++); "
                         "with --method winrate: win rates against the baseline, the same way")
+    parser.add_argument("--cluster", choices=CLUSTERS, default=None,
+                        help="the unit intervals treat as independent (default: prompt whenever a prompt carries "
+                             "more than one pair, else pair)")
     parser.add_argument("--picks", metavar="PICKS.jsonl",
                         help="with --ppi: people voted on a planner's picks (python -m analysis.plan); each vote is "
                              "weighted by its pair's inverse inclusion probability (active inference) and a vote "
@@ -237,11 +244,11 @@ def choose_raters(frame, judge: str | None):
 
 
 def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, picks=None,
-                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, **options):
+                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, cluster: str | None = None, **options):
     """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
     the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
     rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
-    the battles rated."""
+    the battles rated. ``cluster`` as :func:`analysis.regression.cluster_groups` (bt's methods and ``ppi``)."""
     raters = None
     if ppi is None:
         frame, raters = choose_raters(frame, judge)
@@ -252,7 +259,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
     elif ppi is not None:
         from .ppi import ppi_ratings
 
-        result = ppi_ratings(frame, ppi, level=level, picks=picks)
+        result = ppi_ratings(frame, ppi, level=level, picks=picks, cluster=cluster)
     elif method == WINRATE:
         from .winrate import win_rates
 
@@ -260,7 +267,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
             raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
         result = win_rates(frame, options.get("baseline"), level=level)
     else:
-        result = _rate(frame, method, bootstrap, seed, level, options)
+        result = _rate(frame, method, bootstrap, seed, level, {**options, "cluster": cluster})
         paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
         result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
                                "pairs" if paired else "votes")
@@ -303,7 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
         result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
-                                             bootstrap=args.bootstrap, seed=args.seed, **options)
+                                             bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
+                                             **options)
+        clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -315,8 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     # allow_nan=False: JSON has no Infinity or NaN; to_dict already writes them as null.
     if args.json:
         out = result.to_dict() if raters is None else {**result.to_dict(), "raters": raters}
-        print(json.dumps(out, indent=2, allow_nan=False))
-    elif args.ppi is not None and args.method == WINRATE:
+        print(json.dumps({"clustering": clustering, **out}, indent=2, allow_nan=False))
+        return 0
+    print(clustering)
+    if args.ppi is not None and args.method == WINRATE:
         print(result.describe())
     elif args.ppi is not None:
         print(render(result.table, result.n_battles))

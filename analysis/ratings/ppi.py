@@ -38,13 +38,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.regression import cluster_codes, cluster_groups
+
 from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PicksDesign", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class PPIData:
     yhat_human: np.ndarray
     weight: np.ndarray
     n_battles: np.ndarray | None = None  # votes and verdicts per model, for the tables' n
+    # Per row, the prompt its pair belongs to when the sandwich is clustered by prompt (the
+    # pairs of one prompt share its difficulty and each model's answer); None: by pair.
+    group: np.ndarray | None = None
 
     @property
     def n_models(self) -> int:
@@ -87,6 +92,8 @@ class PPIData:
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
         counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
+        if self.group is not None:  # rows of different prompts are never one kind
+            columns = (*columns, self.group)
         # Factorised column by column (a sort of the rows, np.unique(axis=0), is 25x slower),
         # the codes combined as digits of one number, renumbered only where it would overflow.
         kind, n_kinds = np.zeros(len(self.pair), dtype=np.int64), 1
@@ -102,7 +109,8 @@ class PPIData:
         first = np.flatnonzero(np.diff(np.maximum.accumulate(kind), prepend=-1) > 0)
         return replace(self, pair=self.pair[first], n_judge=self.n_judge[first], yhat_judge=self.yhat_judge[first],
                        n_human=self.n_human[first], y_human=self.y_human[first], yhat_human=self.yhat_human[first],
-                       weight=np.bincount(kind, self.weight, len(first)))
+                       weight=np.bincount(kind, self.weight, len(first)),
+                       group=None if self.group is None else self.group[first])
 
 
 @dataclass(frozen=True)
@@ -156,7 +164,7 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
-             unjudged: str = "raise", inclusion: np.ndarray | None = None) -> PPIData:
+             unjudged: str = "raise", inclusion: np.ndarray | None = None, cluster: str | None = "pair") -> PPIData:
     """Pair people's votes with the judge's verdicts by ``pair_id`` and the two models.
 
     Every pair the judge saw is a judged unit (its both-orders verdict); a human vote on a
@@ -171,7 +179,11 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     weighting of active statistical inference (Zrnic & Candes 2024, eq. 4 and its
     M-estimation form, sec. 3), so the rectifier is unbiased whatever the picks were. Its
     ``n_human`` and sums are then those weighted counts (uniform probabilities change no fit).
+    ``cluster`` is the sandwich's unit (:func:`analysis.regression.cluster_groups` of people's
+    votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
+    clustering = cluster_groups(pd.concat([human, judge], ignore_index=True), cluster)
+    by_prompt = clustering.kind == "prompt"
     if unjudged not in ("raise", "leave out"):
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
     a, b, models, key = _clusters(human, judge)
@@ -181,6 +193,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     n_clusters = len(uniques)
     n_judge_records = np.bincount(cluster[n_h:], minlength=n_clusters)
     unseen = n_judge_records[cluster[:n_h]] == 0
+    rows = np.ones(len(key), dtype=bool)
     if unjudged == "leave out" and unseen.any():
         # A cluster with a verdict is never one of the votes left out, so numbering the
         # clusters with verdicts in order keeps the order of first sight among the rest.
@@ -215,7 +228,15 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     cluster_pair_key[cluster] = pair_key
     pairs, pair = np.unique(cluster_pair_key, return_inverse=True)
     n_human = np.bincount(hc, vote_weight, minlength=n_clusters)
+    group = None
+    if by_prompt:
+        prompt = cluster_codes(clustering.groups)
+        if unjudged == "leave out":
+            prompt = prompt[rows]
+        group = np.zeros(n_clusters, dtype=np.int64)
+        group[cluster] = prompt  # a pair's votes and verdicts share its prompt
     return PPIData(
+        group=group,
         models=models,
         i=pairs // m,
         j=pairs % m,
@@ -317,9 +338,15 @@ def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
 
 
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
+           t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
-    per round, in O(clusters + models^2): no (clusters, models) matrix is built."""
+    per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
+    prompt (``data.group``), the sums run over prompts instead: ``sum_g (sum_{c in g} w_c
+    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986), each
+    prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
+    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
+    if data.group is not None:
+        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means, draws)
     out = _laplacian(data, _per_pair(data, weights, s * t))
     both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
                                                    t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
@@ -327,6 +354,25 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
     means_t = means.transpose(0, 2, 1)
     out -= left.transpose(0, 2, 1) @ means + means_t @ right
     out += means_t @ ((s_shares * weights[:, :, None]).transpose(0, 2, 1) @ t_shares) @ means
+    return out
+
+
+def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
+                   t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_cross` with the scores summed per prompt first: one (prompts, models) matrix a round."""
+    m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
+    out = np.empty((len(weights), m, m))
+    for r in range(len(weights)):
+        sums = []
+        for values, shares in ((s[r], s_shares[r]), (t[r], t_shares[r])):
+            per_row = -(shares @ means[r])  # (rows, models): each row's centring
+            np.add.at(per_row, (np.arange(len(values)), data.i[data.pair]), values)
+            np.add.at(per_row, (np.arange(len(values)), data.j[data.pair]), -values)
+            per_row *= weights[r][:, None]
+            sums.append(np.stack([np.bincount(data.group, per_row[:, k], n_groups) for k in range(m)], axis=1))
+        if draws is not None:
+            sums[0] = sums[0] / np.where(draws[r] > 0, draws[r], 1.0)[:, None]
+        out[r] = sums[0].T @ sums[1]
     return out
 
 
@@ -355,29 +401,91 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
 
 
 def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            theta: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+            theta: np.ndarray, p: np.ndarray, draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
     sc = _scores(data, weights, p, n, big_n)
     psi = sc.human + lam[:, None] * sc.judge
     shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-    meat = _cross(data, weights, psi, shares, psi, shares, sc.means)
+    meat = _cross(data, weights, psi, shares, psi, shares, sc.means, draws)
     bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
     return bread @ meat @ bread, errors
 
 
-def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
-                  ) -> tuple[np.ndarray, dict[int, Exception]]:
+def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+                  draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
     human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1]."""
     sc = _scores(data, weights, p, n, big_n)
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
     denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+
+
+def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
+                   ) -> tuple[np.ndarray, dict[int, Exception]]:
+    """PPI++'s per-coordinate ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, sec. 2.2, the
+    coordinate-wise form): for each model the ``lambda`` minimising its own rating's variance,
+    ``-[J^-1 (C + C^T) J^-1]_mm / (2 [J^-1 V J^-1]_mm)``, clipped to [0, 1]; ``(rounds, models)``."""
+    sc = _scores(data, weights, p, n, big_n)
+    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    denominator = 2 * np.diagonal(inverse @ var @ inverse, axis1=1, axis2=2)
+    numerator = -np.diagonal(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+
+
+@dataclass(frozen=True)
+class PerModelPPI:
+    """Each model's rating from its own ``lambda`` (PPI++ per coordinate): ``theta`` and ``sd``
+    (centred log-strengths), ``lam`` per model, and people's alone (``classical_sd``). A model
+    whose tuned interval came out wider than people's alone takes ``lambda = 0``."""
+
+    models: pd.Index
+    theta: np.ndarray
+    sd: np.ndarray
+    lam: np.ndarray
+    classical_theta: np.ndarray
+    classical_sd: np.ndarray
+
+    @property
+    def width_ratio(self) -> np.ndarray:
+        """Per model: its interval's width with the judge over people's alone (1: no help)."""
+        return self.sd / self.classical_sd
+
+
+def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
+    """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
+    distinct ``lambda``, each model's rating and variance read from the fit at its own."""
+    w = data.weight[None] if weights is None else np.asarray(weights, dtype=float)[None]
+    n, big_n = w @ data.n_human, w @ data.n_judge
+    with one_blas_thread():
+        _, p, failed = _solve(data, w, np.ones(1), n, big_n)
+        if failed:
+            raise failed[0]
+        lams, failed = _tuned_lambdas(data, w, p, n, big_n)
+        if failed:
+            raise failed[0]
+    lams = lams[0]
+    fits = {float(lam): fit for lam in np.unique(np.r_[lams, 0.0])
+            for fit in fit_ppi_rounds(data, w, float(lam))}
+    for fit in fits.values():
+        if isinstance(fit, Exception):
+            raise fit
+    people = fits[0.0]
+    classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
+    m = np.arange(len(lams))
+    theta = np.array([fits[float(lams[k])].theta[k] for k in m])
+    sd = np.array([np.sqrt(max(fits[float(lams[k])].covariance[k, k], 0.0)) for k in m])
+    wider = sd > classical_sd
+    theta[wider], sd[wider], lams = people.classical_theta[wider], classical_sd[wider], np.where(wider, 0.0, lams)
+    return PerModelPPI(data.models, theta, sd, lams, people.classical_theta, classical_sd)
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
@@ -399,13 +507,19 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
     return np.sqrt(np.diagonal(covariance, axis1=1, axis2=2).clip(0)).mean(axis=1)
 
 
-def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None) -> list[PPIFit | Exception]:
+def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
+                   fallback: bool | np.ndarray = True, draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
     weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
     one batched sandwich), each round as its own fit would come out (to rounding). A round
-    :func:`fit_ppi` would refuse holds the error it would raise, in its place.
+    :func:`fit_ppi` would refuse holds the error it would raise, in its place. ``draws``
+    (rounds, prompts), for data clustered by prompt: how often a bootstrap round drew each
+    prompt (:func:`_cross`); None: every prompt once.
     """
+    def at(rows: np.ndarray) -> np.ndarray | None:
+        return None if draws is None else draws[rows]
+
     weights = np.asarray(weights, dtype=float)
     rounds, m = len(weights), data.n_models
     n, big_n = weights @ data.n_human, weights @ data.n_judge
@@ -439,14 +553,14 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None)
         classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
         live = fail(live, failed)
         classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
-                                              classical_theta[live], p[live])
+                                              classical_theta[live], p[live], at(live))
         live = fail(live, failed)
 
         tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
             theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
             live = fail(live, failed)
-            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live])
+            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live], at(live))
             live = fail(live, failed)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
@@ -460,10 +574,12 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None)
         own = fail(own, failed)
         fitted = np.union1d(pilot, own)
         cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
-                                      theta[fitted], p[fitted])
+                                      theta[fitted], p[fitted], at(fitted))
         fail(fitted, failed)
         if lam is None:
-            wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
+            # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap
+            # round of a judge's worth, whose interval must be free to fall below 1x).
+            wider = np.flatnonzero((_mean_sd(cov) > _mean_sd(classical_cov)) & np.broadcast_to(fallback, (rounds,)))
             theta[wider], cov[wider], tuned[wider] = classical_theta[wider], classical_cov[wider], 0.0
     n_human_pairs = weights @ (data.n_human > 0)
     return [errors[r] if r in errors else PPIFit(
@@ -472,15 +588,29 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None)
         n_human_pairs=int(n_human_pairs[r]), n_judge=float(big_n[r])) for r in range(rounds)]
 
 
-def rank_sets(lower: np.ndarray, upper: np.ndarray) -> list[tuple[int, int]]:
-    """For each model, the ranks consistent with the intervals: from 1 + the models surely
-    above it (their lower bound above its upper) to the count of models not surely below
-    it. The rank-set idea of Chatzi et al. 2024 ("Prediction-powered ranking of large
-    language models"), read off the marginal intervals rather than their simultaneous ones."""
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    above = (lower[None, :] > upper[:, None]).sum(axis=1)
-    below = (upper[None, :] < lower[:, None]).sum(axis=1)
-    return [(int(1 + a), int(len(lower) - b)) for a, b in zip(above, below)]
+def rank_sets(theta: np.ndarray, covariance: np.ndarray, level: float = 0.95, seed: int = 0
+              ) -> list[tuple[int, int]]:
+    """For each model, the ranks consistent with simultaneous intervals for every pairwise
+    difference (Chatzi et al. 2024, "Prediction-powered ranking of large language models"):
+    from 1 + the models surely above it to the count of models not surely below it, where
+    "surely" means the difference's interval excludes 0 at a critical value ``c`` that holds
+    for all pairs at once, the ``level`` quantile of ``max |Z_i - Z_j| / sd_ij`` over pairs
+    with ``Z ~ N(0, covariance)`` (20,000 seeded draws). Every model's rank set then holds
+    jointly with probability ``level`` (per-model intervals held jointly in 73% of runs with
+    six models, issue 26)."""
+    theta, covariance = np.asarray(theta, float), np.asarray(covariance, float)
+    m = len(theta)
+    i, j = np.triu_indices(m, 1)
+    sd = np.sqrt(np.clip(covariance[i, i] + covariance[j, j] - 2 * covariance[i, j], 1e-300, None))
+    draws = np.random.default_rng(seed).multivariate_normal(np.zeros(m), covariance, size=20_000,
+                                                            check_valid="ignore", method="eigh")
+    c = float(np.quantile(np.max(np.abs(draws[:, i] - draws[:, j]) / sd, axis=1), level)) if len(i) else 0.0
+    surely = np.zeros((m, m), dtype=bool)  # surely[a, b]: a is surely above b
+    gap = theta[i] - theta[j]
+    surely[i, j] = gap - c * sd > 0
+    surely[j, i] = -gap - c * sd > 0
+    above, below = surely.sum(axis=0), surely.sum(axis=1)
+    return [(int(1 + a), int(m - b)) for a, b in zip(above, below)]
 
 
 @dataclass(frozen=True)
@@ -492,6 +622,7 @@ class PPIRatings:
     judge: str
     rank_sets: dict[str, tuple[int, int]]
     n_battles: int = 0
+    warnings: tuple[str, ...] = ()  # people's pairs unlike the judged ones (:func:`sample_warnings`)
     n_human_left_out: int = 0  # people's votes on pairs the judge gave no verdict on
     design: PicksDesign | None = None  # None: people's pairs taken as a uniform sample
 
@@ -524,7 +655,8 @@ class PPIRatings:
                 f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs{left_out}\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
-                "rank sets (ranks consistent with the intervals, Chatzi et al. 2024): "
+                "rank sets (ranks consistent with simultaneous 95% intervals of every pairwise difference, "
+                "Chatzi et al. 2024: all hold together): "
                 + ", ".join(f"{m} {lo}" + (f"-{hi}" if hi > lo else "") for m, (lo, hi) in
                             ((m, self.rank_sets[m]) for m in self.table.table["model"])))
 
@@ -542,7 +674,7 @@ def elo_table(fit: PPIFit, theta: np.ndarray, covariance: np.ndarray, n: np.ndar
     rating = CENTRE + ELO_SCALE * theta
     half = z_two_sided(level) * ELO_SCALE * np.sqrt(np.clip(np.diag(covariance), 0, None))
     table = make_table(method, fit.models, rating, rating - half, rating + half, n, interval=interval)
-    sets = dict(zip(fit.models.astype(str), rank_sets(rating - half, rating + half)))
+    sets = dict(zip(fit.models.astype(str), rank_sets(theta, covariance, level)))
     return table, sets
 
 
@@ -596,17 +728,21 @@ def picks_inclusion(human: pd.DataFrame, picks: pd.DataFrame) -> np.ndarray:
 
 
 def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: float | None = None,
-                picks: pd.DataFrame | None = None) -> PPIRatings:
+                picks: pd.DataFrame | None = None, cluster: str | None = None) -> PPIRatings:
     """Prediction-powered BT ratings from a frame holding people's votes and ``judge``'s verdicts.
 
     With ``picks`` (a planner's ``pair_id``, ``inclusion_prob`` and ``strategy`` rows) people's
-    votes are weighted by their pairs' inverse inclusion probabilities (see :func:`ppi_data`)."""
+    votes are weighted by their pairs' inverse inclusion probabilities (see :func:`ppi_data`).
+    ``cluster`` as :func:`analysis.regression.cluster_groups` (default: by prompt when a prompt
+    carries several pairs)."""
     human, verdicts = _split(frame, judge)
     inclusion = None if picks is None else picks_inclusion(human, picks)
     # As the report does (analysis.judging.worth): people's votes on pairs the judge gave no verdict on
     # (its parse failures, pairs it never saw) have no prediction, so they are left out and counted.
-    data = ppi_data(human, verdicts, repr(judge), unjudged="leave out", inclusion=inclusion)
-    unweighted = data if picks is None else ppi_data(human, verdicts, repr(judge), unjudged="leave out")
+    data = ppi_data(human, verdicts, repr(judge), unjudged="leave out", inclusion=inclusion,
+                    cluster=cluster)
+    unweighted = data if picks is None else ppi_data(human, verdicts, repr(judge), unjudged="leave out",
+                                                     cluster=cluster)
     n_left_out = len(human) - round(unweighted.totals()[0])
     fit = fit_ppi(data, lam)
     design = None
@@ -621,12 +757,55 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
                              n_votes=len(human) - n_left_out,
                              effective_votes=float((len(human) - n_left_out) * ratio ** 2))
     n = data.n_battles
-    interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by pair_id "
+    unit = "pair_id" if data.group is None else f"prompt ({int(data.group.max()) + 1} prompts)"
+    interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
                 f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)"
                 + ("" if design is None else f", {design.name} weighted by inverse inclusion probability"))
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
+    # A planner's picks are not a uniform sample on purpose (their weights correct for it).
+    warnings = sample_warnings(human, verdicts) if picks is None else ()
     return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
-                      n_human_left_out=n_left_out, design=design)
+                      n_human_left_out=n_left_out, design=design, warnings=warnings)
+
+
+def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 0.001) -> tuple[str, ...]:
+    """PPI is valid only if people's pairs are a random sample of the judged ones: the judged
+    pairs people voted on (labelled) against those they did not (unlabelled), compared by
+    prompt, category, model and the judge's verdict (a chi-square test of each table,
+    Pearson 1900; a warning with the shares where p < ``alpha``). With people only on some
+    categories the ratings drift from people's, silently, by up to 15 Elo (issue 26)."""
+    from scipy.stats import chi2_contingency
+
+    labelled = verdicts["pair_id"].isin(set(human["pair_id"])).to_numpy()
+    if labelled.all() or not labelled.any():
+        return ()
+    columns = {"category": verdicts["category"] if "category" in verdicts else None,
+               "prompt": verdicts["prompt"] if "prompt" in verdicts else None,
+               "model": None, "verdict": verdicts["winner"]}
+    out = []
+    for name, values in columns.items():
+        if name == "model":  # each verdict counts once for each of its two models
+            values = pd.concat([verdicts["model_a"], verdicts["model_b"]], ignore_index=True)
+            mask = np.r_[labelled, labelled]
+        else:
+            if values is None or values.isna().all():
+                continue
+            mask = labelled
+        table = pd.crosstab(values.to_numpy(dtype=object), mask)
+        if table.shape[0] < 2 or table.shape[1] < 2:
+            continue
+        if name == "prompt" and table.shape[0] > 0.5 * len(values):
+            continue  # about one pair a prompt: prompts cannot be compared, categories and models can
+        p = chi2_contingency(table.to_numpy()).pvalue
+        if p < alpha:
+            share = table / table.sum(axis=0)
+            gap = (share[True] - share[False]).abs().sort_values(ascending=False)
+            worst = ", ".join(f"{k} {100 * share.loc[k, True]:.0f}% vs {100 * share.loc[k, False]:.0f}%"
+                              for k in gap.index[:3])
+            out.append(f"people's pairs are not a random sample of the judged ones by {name} (chi-square p = {p:.1g}; "
+                       f"share among people's pairs vs the rest: {worst}): PPI's correction assumes they are, so "
+                       "these ratings may be biased")
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ method         rating                                       interval (95% by def
 =============  ===========================================  ===============================
 bt             Bradley-Terry MLE, ties = half a win         sandwich Wald; bootstrap
                                                             percentile when bootstrap > 0;
-                                                            both clustered by ``pair_id``
+                                                            both clustered
 bt-davidson    Bradley-Terry with Davidson's tie parameter  as bt
 bt-style       BT with Chatbot Arena style covariates,      sandwich Wald; bootstrap
                FastChat's ridge (reg 0.5)                   percentile when bootstrap > 0;
-                                                            both clustered by ``pair_id``
+                                                            both clustered
 elo            online Elo in the frame's order              bootstrap percentile over
                                                             resampled battles streamed in
                                                             the frame's order, or whole
-                                                            pairs by ``pair_id`` (100
+                                                            clusters (100
                                                             rounds when bootstrap = 0:
                                                             online Elo has no analytic
                                                             standard error)
@@ -25,15 +25,17 @@ elo-avg        mean online Elo over random orders           as elo, each round a
                                                             over the same number of orders
 trueskill      TrueSkill posterior mean                     mu +- z sigma (posterior);
                                                             bootstrap percentile when
-                                                            bootstrap > 0, clustered by
-                                                            ``pair_id``
+                                                            bootstrap > 0, clustered
 =============  ===========================================  ===============================
 
 Votes on one pair are not independent (several people judge the same two texts; a judge
-sees both orders), so where the frame has a ``pair_id`` column every interval treats each
-``pair_id`` as one cluster: the sandwich (bt, bt-davidson, bt-style) sums scores within a
-pair, and every bootstrap (those and elo, elo-avg, trueskill) resamples whole pairs, each
-resample of a streamed method in random order. TrueSkill's posterior interval takes the
+sees both orders), nor are the pairs of one prompt (each model's answer to it sits in
+several pairs, and the prompt's difficulty touches all of them). Every interval treats one
+cluster as the unit (:func:`analysis.regression.cluster_groups`): the prompt whenever a
+prompt carries more than one pair, else the ``pair_id`` (``cluster="pair"|"prompt"`` forces
+one). The sandwich (bt, bt-davidson, bt-style) sums scores within a cluster, and every
+bootstrap (those and elo, elo-avg, trueskill) resamples whole clusters, each resample of a
+streamed method in random order. In the table below "clustered" means by that unit. TrueSkill's posterior interval takes the
 votes as independent. Online Elo's bootstrap intervals shrink for sparsely sampled models
 (a model with a few battles barely moves from its start), so its tables carry a warning;
 use bt for intervals.
@@ -54,7 +56,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes
+from analysis.regression import Clustering, cluster_codes, cluster_groups, percentile_interval
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
@@ -83,13 +85,17 @@ def register(name: str) -> Callable[[Method], Method]:
     return wrap
 
 
-def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: int = 0, **options) -> RatingTable:
+def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: int = 0, cluster: str | None = None,
+         **options) -> RatingTable:
     """Rate the models in ``frame`` with the named method (see the module docstring).
 
     ``bootstrap`` rounds (seeded by ``seed``) give percentile intervals; ``options`` go to
     the method: ``ties``, ``anchor``, ``l2``, ``ci``, ``level``, ``strong_weight`` (bt); ``k``, ``base``,
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
     ``draw_probability`` (trueskill); ``reg`` (bt-style: the ridge, 0 for plain ML); ``level`` (all).
+    ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt whenever a prompt carries more
+    than one pair, :func:`analysis.regression.cluster_groups`) is the unit every interval
+    treats as independent.
 
     Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
     are left out, whoever built the frame.
@@ -105,17 +111,13 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
         frame = frame[frame["parse_error"].isna().to_numpy()]
     if frame.empty:
         raise ValueError("no battles to rate")
-    return METHODS[method](frame, bootstrap=bootstrap, seed=seed, **options)
+    clustering = cluster_groups(frame, cluster)
+    return METHODS[method](frame, bootstrap=bootstrap, seed=seed, clustering=clustering, **options)
 
 
 def _battles_per_model(frame: pd.DataFrame, models: pd.Index) -> np.ndarray:
     counts = pd.concat([frame["model_a"], frame["model_b"]]).value_counts()
     return counts.reindex(models, fill_value=0).to_numpy()
-
-
-def _percentiles(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    tail = 100 * (1 - level) / 2
-    return np.percentile(samples, tail, axis=0), np.percentile(samples, 100 - tail, axis=0)
 
 
 def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
@@ -128,40 +130,19 @@ def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
     return np.where(strength >= 2, float(strong_weight), 1.0)
 
 
-def pair_groups(frame: pd.DataFrame) -> pd.Series | None:
-    """The clusters of a battle frame: its ``pair_id`` column where some battle has one.
-
-    A column with no pair id at all (a plain battle table gets an all-missing one when it
-    is read) makes every battle its own cluster, which is the unclustered fit: None, so
-    the label says so and a million singleton clusters are not built for nothing."""
-    if "pair_id" not in frame.columns or frame["pair_id"].isna().all():
-        return None
-    return frame["pair_id"]
+def _cluster_codes(clustering: Clustering) -> np.ndarray | None:
+    """Each battle's cluster coded ``0..K-1`` (:func:`analysis.regression.cluster_codes`), or
+    None when every battle is its own cluster."""
+    return None if clustering.groups is None else cluster_codes(clustering.groups)
 
 
-def _pair_codes(frame: pd.DataFrame) -> np.ndarray | None:
-    """Each battle's pair cluster coded ``0..K-1`` (see :func:`analysis.stats.cluster_codes`), or None."""
-    groups = pair_groups(frame)
-    return None if groups is None else cluster_codes(groups)
-
-
-def _n_pairs(codes: np.ndarray | None) -> int | None:
-    return None if codes is None else int(codes.max()) + 1
-
-
-def _clustering(n_clusters: int | None) -> str:
-    if n_clusters is None:
-        return "every vote independent (no pair_id)"
-    return f"clustered by pair_id ({n_clusters} pair{'' if n_clusters == 1 else 's'})"
-
-
-def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
+def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
         strong_weight=None):
     weights = None if strong_weight is None else strength_weights(frame, strong_weight)
-    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=pair_groups(frame))
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=clustering.groups)
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
-    clustering = _clustering(None if counts.clusters is None else counts.n_clusters)
+    clustering = clustering.describe()
     rating = fit.elo(anchor).to_numpy()
     if ci == "bootstrap":
         if not bootstrap:
@@ -169,7 +150,7 @@ def _bt(frame, *, bootstrap, seed, ties="half", anchor=None, l2=0.0, ci=None, le
         replicates = bootstrap_params(fit, bootstrap, seed=seed)
         thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
-        lower, upper = _percentiles(samples, level)
+        lower, upper = percentile_interval(samples, level)
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}"
         if replicates.n_prior:
             interval += (
@@ -217,11 +198,11 @@ def _chunk(length: int) -> int:
 
 
 def _elo(
-    frame, *, bootstrap, seed, k=4.0, base=10.0, scale=400.0, init=1000.0, permutations=None, level=0.95, name="elo"
+    frame, *, bootstrap, seed, clustering, k=4.0, base=10.0, scale=400.0, init=1000.0, permutations=None, level=0.95, name="elo"
 ):
     a, b, outcome, models = _codes(frame)
     m, n = len(models), len(frame)
-    clusters = _pair_codes(frame)
+    clusters = _cluster_codes(clustering)
     elo = dict(k=k, base=base, scale=scale, init=init)
     rng = np.random.default_rng(seed)
     rounds = bootstrap or DEFAULT_ELO_ROUNDS
@@ -249,8 +230,8 @@ def _elo(
             return battles[random_orders(len(battles), permutations, g)]
 
         samples = _stream_mean(a, b, outcome, m, resampled, rounds, rng, elo)
-    lower, upper = _percentiles(samples, level)
-    clustering = _clustering(_n_pairs(clusters))
+    lower, upper = percentile_interval(samples, level)
+    clustering = clustering.describe()
     order = "in the file's order" if permutations is None else f"each averaged over {permutations} random orders"
     interval = f"bootstrap percentile {level:.0%}, {rounds} resampled streams {order}, seed {seed}, {clustering}"
     n_battles = _battles_per_model(frame, models)
@@ -278,7 +259,7 @@ def _elo_avg(frame, *, permutations: int = 100, **options):
 
 @register("trueskill")
 def _trueskill(
-    frame, *, bootstrap, seed, mu=25.0, sigma=25.0 / 3.0, beta=25.0 / 6.0, tau=0.0, draw_probability=None, level=0.95
+    frame, *, bootstrap, seed, clustering, mu=25.0, sigma=25.0 / 3.0, beta=25.0 / 6.0, tau=0.0, draw_probability=None, level=0.95
 ):
     a, b, outcome, models = _codes(frame)
     m, n = len(models), len(frame)
@@ -290,16 +271,15 @@ def _trueskill(
     means, sds = run_trueskill(a, b, outcome, m, **env)
     rating = CENTRE + factor * (means - means.mean())
     if bootstrap:
-        clusters = _pair_codes(frame)
+        clusters = _cluster_codes(clustering)
         rng = np.random.default_rng(seed)
         samples = np.empty((bootstrap, m))
         for r in range(bootstrap):
             idx = bootstrap_orders(n, 1, rng, clusters=clusters)[0]  # one row: no padding
             mu_r, _ = run_trueskill(a[idx], b[idx], outcome[idx], m, **env)
             samples[r] = CENTRE + factor * (mu_r - mu_r.mean())
-        lower, upper = _percentiles(samples, level)
-        clustering = _clustering(_n_pairs(clusters))
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}, {clustering}"
+        lower, upper = percentile_interval(samples, level)
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} resampled streams, seed {seed}, {clustering.describe()}"
     else:
         half = z_two_sided(level) * factor * sds
         lower, upper = rating - half, rating + half
@@ -308,28 +288,26 @@ def _trueskill(
 
 
 @register("bt-style")
-def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
+def _bt_style(frame, *, bootstrap, seed, clustering, level=0.95, reg=STYLE_REG):
     missing = {"response_a", "response_b"} - set(frame.columns)
     if missing or frame[["response_a", "response_b"]].isna().any().any():
         raise ValueError("bt-style needs the response_a and response_b texts of every battle")
     frame = frame.reset_index(drop=True)
     covariates = frame_covariates(frame)  # from the frame's style columns where it has them
-    # The pair clusters coded once: the fit, the support counts and the bootstrap share them
-    # (coding the pair ids again is the same clusters, at a factorisation of strings each time).
-    codes = _pair_codes(frame)
-    groups = codes
-    fit = fit_style_bt(frame, covariates, reg=reg, groups=groups)
+    # The clusters coded once: the fit and the bootstrap share them.
+    codes = _cluster_codes(clustering)
+    fit = fit_style_bt(frame, covariates, reg=reg, groups=codes)
     m = len(fit.theta)
     point = np.r_[CENTRE + ELO_SCALE * fit.theta.to_numpy(), fit.coef.to_numpy()]
     clusters = np.arange(len(frame)) if codes is None else codes
-    clustering = _clustering(_n_pairs(codes))
+    clustering = clustering.describe()
     ridge = f"ridge reg={reg:g} as FastChat's contextual BT" if reg else "no ridge"
     if bootstrap:
         rng = np.random.default_rng(seed)
         members = pd.Series(np.arange(len(frame))).groupby(clusters).agg(list).to_numpy()
         samples = np.empty((bootstrap, len(point)))
         for r in range(bootstrap):
-            # Whole pairs are drawn: every vote of a drawn pair comes along.
+            # Whole clusters are drawn: every vote of a drawn prompt (or pair) comes along.
             idx = np.concatenate(members[rng.integers(0, len(members), len(members))])
             refit = fit_style_bt(
                 frame.iloc[idx].reset_index(drop=True),
@@ -342,8 +320,7 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
         # rounds that have it, none when most lack it, and the count stated.
         known = np.isfinite(samples).sum(axis=0)
         with np.errstate(all="ignore"):
-            tail = 100 * (1 - level) / 2
-            lower, upper = np.nanpercentile(samples, [tail, 100 - tail], axis=0)
+            lower, upper = percentile_interval(samples, level, nan=True)
         lower[known < bootstrap / 2] = upper[known < bootstrap / 2] = np.nan
         interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}, {ridge}"
         if (known < bootstrap).any():
@@ -354,7 +331,9 @@ def _bt_style(frame, *, bootstrap, seed, level=0.95, reg=STYLE_REG):
         half = z_two_sided(level) * se
         lower, upper = point - half, point + half
         interval = f"sandwich Wald {level:.0%}, {clustering}, {ridge}"
-    support = style_support(frame, groups).reindex(fit.coef.index)
+    # Support is counted in pairs whatever the cluster: how many pairs' responses differ.
+    pairs = frame["pair_id"] if "pair_id" in frame.columns and frame["pair_id"].notna().any() else None
+    support = style_support(frame, pairs).reindex(fit.coef.index)
     coefficients = pd.DataFrame(
         {
             "name": fit.coef.index,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes
+from analysis.regression import FitError, cluster_codes, fit_logit
 
 from .threads import one_blas_thread
 
@@ -441,35 +441,13 @@ def fit_style_bt(
         m, k = len(fit_models), covariates.shape[1]
         design = np.hstack([_indicators(frame, fit_models), covariates.to_numpy()])
         penalty = np.r_[np.full(m, reg / np.log(10.0) ** 2), np.full(k, reg)]
-        # Without a ridge only differences of theta are identified: the lift (1 on the
-        # theta block, outer product) fixes their mean at 0 without touching the rest.
-        lift = np.zeros(m + k)
-        lift[:m] = 1.0
-        lift = np.outer(lift, lift) if reg == 0 else 0.0
-        params = np.zeros(m + k)
-        for _ in range(max_iter):
-            p = 1.0 / (1.0 + np.exp(-(design @ params)))
-            gradient = design.T @ (y - p) - penalty * params
-            information = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty)
-            step = np.linalg.solve(information + lift, gradient)
-            params = params + step
-            if np.max(np.abs(step)) < tol:
-                break
-            if np.max(np.abs(params[:m])) > 40:
-                raise RuntimeError("style-controlled Bradley-Terry fit diverges (a model only won or only lost); use reg > 0")
-        else:
-            raise RuntimeError("style-controlled Bradley-Terry fit did not converge")
-        p = 1.0 / (1.0 + np.exp(-(design @ params)))
-        information = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty)
-        bread = np.linalg.inv(information + lift) - (lift / m**2 if reg == 0 else 0.0)
-        scores = design * (y - p)[:, None]
-        if groups is not None:
-            codes = cluster_codes(groups)
-            import scipy.sparse  # only here: a plain BT run starts faster without it
-
-            members = scipy.sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))))
-            scores = members @ scores  # each cluster's summed scores (Liang & Zeger 1986)
-        covariance = bread @ (scores.T @ scores) @ bread
+        # Without a ridge only differences of theta are identified: their mean is held at 0.
+        try:
+            fit = fit_logit(design, y, groups, penalty=penalty, centred=m if reg == 0 else 0, small_sample=False,
+                            check_certainty=False, tol=tol, max_iter=max_iter)
+        except FitError as exc:
+            raise FitError(f"style-controlled Bradley-Terry fit failed: {exc}; use reg > 0") from None
+        params, covariance = fit.params, fit.cov
     # Report on the requested model index: models absent from these battles are NaN.
     place = models.get_indexer(fit_models)
     q = len(models) + k

@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes, fit_logit
+from analysis.regression import cluster_codes, fit_logit
 from pairlab.resources import data_file
 
 from .table import z_two_sided
@@ -305,7 +305,12 @@ def length_controlled(
         else:
             if x.shape[1] != 3:
                 raise ValueError("the prior needs both the length and the difficulty term")
-            params, cov = _fit_with_prior(x, scores, groups, *prior)
+            # The intercept has no prior; the prior counts as known in the sandwich, so where the
+            # data cannot tell the length slope from the bias the interval shows the data's noise.
+            # A hopeless instruction is predicted near 0 by design: no certainty check.
+            fit = fit_logit(x, scores, groups, penalty=np.r_[0.0, prior[1]], centre=np.r_[0.0, prior[0]],
+                            small_sample=False, check_certainty=False)
+            params, cov = fit.params, fit.cov
     except ValueError as exc:
         return {**_NO_LC, "lc_note": f"not fitted: {exc}"}
     # Prediction at delta = 0: the length column contributes nothing.
@@ -326,54 +331,3 @@ def length_controlled(
         "length_coef": float(params[1]) if sd > 0 else float("nan"),
         "lc_note": None,
     }
-
-
-def _fit_with_prior(
-    x: np.ndarray, y: np.ndarray, groups: np.ndarray, mean: np.ndarray, precision: np.ndarray, max_iter: int = 100
-) -> tuple[np.ndarray, np.ndarray]:
-    """Newton's method for the fractional logit with a Gaussian prior on columns 1 and 2.
-
-    The intercept has no prior, so a model that won (or lost) everything is separated and
-    refused, as in :func:`analysis.stats.fit_logit`. (Its check for fitted values near 0
-    or 1 is not made: with a fixed difficulty, a hopeless instruction is predicted near 0
-    by design.) Covariance: the sandwich
-    A^-1 B A^-1 with A the penalised Hessian and B the clustered outer product of the
-    data's scores: the prior counts as known, so where the data cannot tell the length
-    slope from the bias the interval reflects the data's noise, not the prior's.
-    """
-    penalty = np.diag(np.r_[0.0, precision])
-    centre = np.r_[0.0, mean]
-
-    def objective(w):
-        eta = x @ w
-        return (y * np.logaddexp(0, -eta) + (1 - y) * np.logaddexp(0, eta)).sum() + 0.5 * (w - centre) @ penalty @ (w - centre)
-
-    if len(y) and np.all(y == y[0]) and y[0] in (0.0, 1.0):
-        raise ValueError("separated data: every outcome is the same")
-    rate = np.clip(y.mean(), 1e-3, 1 - 1e-3)
-    w = np.r_[math.log(rate / (1 - rate)), mean]
-    current = objective(w)
-    for _ in range(max_iter):
-        mu = 1 / (1 + np.exp(-(x @ w)))
-        grad = x.T @ (y - mu) - penalty @ (w - centre)
-        hess = (x * (mu * (1 - mu))[:, None]).T @ x + penalty
-        try:
-            step = np.linalg.solve(hess, grad)
-        except np.linalg.LinAlgError:
-            raise ValueError("the fit failed (singular Hessian: a degenerate design)") from None
-        scale = 1.0
-        while objective(w + scale * step) > current and scale > 1e-8:  # damped Newton
-            scale /= 2
-        w = w + scale * step
-        previous, current = current, objective(w)
-        if np.max(np.abs(scale * step)) < 1e-9 or previous - current < 1e-12:
-            break
-    else:
-        raise ValueError("the fit did not converge (separated data or a degenerate design)")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("the fit produced non-finite estimates")
-    mu = 1 / (1 + np.exp(-(x @ w)))
-    hess = (x * (mu * (1 - mu))[:, None]).T @ x + penalty
-    scores = pd.DataFrame(x * (y - mu)[:, None]).groupby(groups).sum().to_numpy()
-    bread = np.linalg.inv(hess)
-    return w, bread @ (scores.T @ scores) @ bread

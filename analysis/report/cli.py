@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
+from analysis.regression import CLUSTERS
 from analysis.workers import PARALLEL_ROWS
 
 __all__ = ["main"]
@@ -44,9 +45,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="also pool judges whose id starts with this prefix as humans (judges 'human' and "
                         "'human:<id>' always are)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help="bootstrap resamples (over pair_id clusters) for agreement and self-family CIs (default 1000)")
+                   help="bootstrap resamples (of whole clusters, see --cluster) for agreement and self-family CIs "
+                        "(default 1000)")
     p.add_argument("--rating-bootstrap", type=int, default=200, metavar="N",
-                   help="bootstrap resamples (of whole pair_id clusters) for Bradley-Terry rating CIs (default 200)")
+                   help="bootstrap resamples (of whole clusters) for Bradley-Terry rating CIs (default 200)")
+    p.add_argument("--cluster", choices=CLUSTERS, default=None,
+                   help="the unit every interval treats as independent (default: prompt whenever a prompt carries "
+                        "more than one pair, else pair); the report's first lines say which")
     p.add_argument("--seed", type=int, default=0, help="random seed for every bootstrap (default 0)")
     p.add_argument("--no-panel", action="store_true",
                    help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
@@ -138,7 +143,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
             seed=args.seed, issues=issues, sources=[str(v) for v in args.votes],
             progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
-            workers=args.workers,
+            workers=args.workers, cluster=args.cluster,
         )
     except ValueError as exc:
         fail(str(exc))

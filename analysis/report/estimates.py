@@ -12,14 +12,17 @@ import pandas as pd
 
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
-from analysis.judging.leaderboard import LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals
+from analysis.judging.meta_metrics import (
+    RANKING_MODELS, LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals, reference_ceiling,
+)
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.bias.position import PositionBias, debiased_rows, position_bias
 from analysis.judging.panel import PANEL, PanelSummary, panel_summary, panel_table
 from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
 from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
-from analysis.stats import HUMAN_RATER, judgment_table
+from analysis.judgment_table import HUMAN_RATER, judgment_table
+from analysis.regression import cluster_codes, cluster_groups
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
@@ -58,6 +61,10 @@ class Ratings:
     style_interval: str | None = None
     warnings: tuple[str, ...] = ()
     weighting: str | None = None  # set when graded verdicts were weighted (Arena-Hard)
+    # Against one baseline in every battle (AlpacaEval's design): win rates and AlpacaEval's
+    # length-controlled win rates (analysis.ratings.winrate), percent; None otherwise.
+    win_rates: pd.DataFrame | None = None
+    baseline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,8 @@ class BiasReport:
     worth_notes: tuple[str, ...] = ()
     # Judges none of whose records holds a verdict (every one a parse failure): (name, records).
     without_verdicts: tuple[tuple[str, int], ...] = ()
+    # The unit every interval treats as independent (analysis.regression.cluster_groups), said in words.
+    clustering: str = ""
 
     def rater(self, name: str) -> RaterReport:
         return next(r for r in self.raters if r.rater == name)
@@ -152,11 +161,13 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
     order = np.argsort(codes, kind="stable")
     # Only the battle frame's columns are reordered.
     frame = add_style_features(battle_frame(table[[c for c in table.columns if c in COLUMNS]].iloc[order]))
+    if "prompt" in table.columns:  # the prompt text, where a record has no prompt_id: the cluster's key
+        frame["prompt"] = table["prompt"].iloc[order].to_numpy()
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(names)))]
     return {str(name): frame.iloc[bounds[k]: bounds[k + 1]].reset_index(drop=True) for k, name in enumerate(names)}
 
 
-def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
+def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None = None) -> Ratings:
     from analysis.ratings import rate
 
     # Distinct names first, not a set built from every row's Arrow string one by one.
@@ -164,15 +175,18 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
         return Ratings(None, None, None, "fewer than two models")
     fitted, notes = {}, []
     graded = "strength" in frame and frame["strength"].notna().any()
-    bt_options = {"bootstrap": bootstrap, "seed": seed, **({"strong_weight": STRONG_WEIGHT} if graded else {})}
+    bt_options = {"bootstrap": bootstrap, "seed": seed, "cluster": cluster,
+                  **({"strong_weight": STRONG_WEIGHT} if graded else {})}
     for method, options, label in (("bt", bt_options, "Bradley-Terry"),
-                                   ("bt-style", {}, "style-controlled BT")):
+                                   ("bt-style", {"cluster": cluster}, "style-controlled BT")):
         try:
             fitted[method] = rate(frame, method, **options)
         except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
             notes.append(f"{label} ratings not fitted: {exc}")
     bt, styled = fitted.get("bt"), fitted.get("bt-style")
+    win_rates, baseline = _win_rates(frame)
     return Ratings(
+        win_rates=win_rates, baseline=baseline,
         bt=bt.table if bt else None,
         controlled=styled.table if styled else None,
         style=styled.coefficients if styled else None,
@@ -182,6 +196,23 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int) -> Ratings:
         warnings=tuple(w for table in fitted.values() for w in table.warnings),
         weighting=WEIGHTING if graded and bt else None,
     )
+
+
+def _win_rates(frame: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
+    """Win rates and length-controlled win rates against the one model in every battle, when
+    there is one and two or more models face it (AlpacaEval's reports); else (None, None)."""
+    from analysis.ratings.winrate import baseline_candidates, win_rates
+
+    if len(baseline_candidates(frame)) != 1:
+        return None, None
+    try:
+        result = win_rates(frame)
+    except ValueError:  # e.g. a battle with neither a winner nor a probability
+        return None, None
+    if len(result.table) < 2:
+        return None, None
+    columns = ["model", "win_rate", "lower", "upper", "lc_win_rate", "lc_lower", "lc_upper", "n", "lc_note"]
+    return result.table[[c for c in columns if c in result.table.columns]], result.baseline
 
 
 def weighted_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -226,6 +257,7 @@ def _build_report(
     panel: bool = True,
     timings: dict[str, RunTiming] | None = None,
     workers: int | None = None,
+    cluster: str | None = None,
 ) -> BiasReport:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`pairlab.record_table`).
@@ -236,13 +268,17 @@ def _build_report(
     (:func:`analysis.judging.annotator.read_run_timings`) for their annotator cards.
     ``workers``: processes the raters' estimates are spread over (:mod:`analysis.workers`);
     by default every CPU this process may use, once there are enough records to repay a fork.
-    The numbers do not depend on it.
+    The numbers do not depend on it. ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt
+    whenever a prompt carries more than one pair) is the unit every interval treats as
+    independent (:func:`analysis.regression.cluster_groups`).
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
     table, person, usable, members, setting_notes = _rated_table(table, human_prefix, panel)
     issues = (*issues, *setting_notes)
     judged, parse_errors = judgment_table(table, human_prefix, key_codes=True)
+    clustering = cluster_groups(judged, cluster)
+    judged["cluster"] = cluster_codes(clustering.groups)
     # The panel restates its members' texts; of the rest only the lengths are filtered, not every column.
     sd = length_sd(judged[["len_a", "len_b"]][(judged["rater"] != PANEL).to_numpy()])
     by_rater = {name: rows for name, rows in judged.groupby("rater", sort=True)}
@@ -254,7 +290,7 @@ def _build_report(
     shared_items = baseline_items(by_rater[HUMAN_RATER]) if has_humans else pd.Index([])
 
     judging = _JudgingTheJudges(by_rater, battle_frames, parse_errors, references, families, members,
-                                timings or {}, n_boot, rating_bootstrap, seed)
+                                timings or {}, n_boot, rating_bootstrap, seed, clustering.kind)
 
     def rater_task(name: str) -> RaterReport:
         rows = by_rater[name]
@@ -276,11 +312,12 @@ def _build_report(
             agreement=agree,
             agreement_same_pairs=same_pairs,
             ranking=None,
-            ratings=_ratings(battle_frames[name], rating_bootstrap, seed),
+            ratings=_ratings(battle_frames[name], rating_bootstrap, seed, clustering.kind),
         ))
 
     def worth_task(name: str, bt: pd.DataFrame | None) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
-        return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed)
+        return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed,
+                               cluster=clustering.kind)
 
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
@@ -288,10 +325,6 @@ def _build_report(
              "families": lambda: _family_matrix(judged)}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
-    if n_workers > 1:
-        # analysis.stats.fit_logit imports statsmodels on first use (a heavy import): once
-        # here, before the fork, rather than once in every worker.
-        import statsmodels.discrete.discrete_model  # noqa: F401
     with Workers(n_workers, tasks) as pool:
         order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
         done = pool.run([("rater", (n,)) for n in order] + [("controlled", ()), ("families", ())], progress,
@@ -318,6 +351,7 @@ def _build_report(
         worth=worth,
         worth_notes=worth_notes,
         without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
+        clustering=clustering.describe(),
     )
 
 
@@ -398,15 +432,17 @@ def _battle_frames(table: pd.DataFrame, person: np.ndarray, usable: np.ndarray) 
 
 
 def judge_worth_alone(table: pd.DataFrame, judge: str, *, human_prefix: str | None = None,
-                      rating_bootstrap: int = 200, seed: int = 0) -> JudgeWorth:
+                      rating_bootstrap: int = 200, seed: int = 0, cluster: str | None = None) -> JudgeWorth:
     """The report's ``ppi`` entry for one judge (:func:`analysis.judging.worth.judge_worth`), without
-    the rest of the report: the same battles, the judge's own ratings beside, the same seed."""
+    the rest of the report: the same battles, the judge's own ratings beside, the same seed, the
+    same clusters (``cluster`` as the report's)."""
     table, person, usable, _ = _raters(table, human_prefix)
     frames = _battle_frames(table, person, usable)
     if judge not in frames or judge == HUMAN_RATER:
         raise ValueError(f"no verdicts of judge {judge!r}; judges: {', '.join(n for n in frames if n != HUMAN_RATER)}")
-    alone = _ratings(frames[judge], rating_bootstrap, seed).bt
-    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed)
+    kind = cluster_groups(pd.concat(list(frames.values()), ignore_index=True), cluster).kind
+    alone = _ratings(frames[judge], rating_bootstrap, seed, kind).bt
+    found, notes = worth_of_judges(frames.get(HUMAN_RATER), {judge: (frames[judge], alone)}, seed=seed, cluster=kind)
     if not found:
         raise ValueError(notes[0] if notes else f"no human votes on the pairs judge {judge!r} judged")
     return found[0]
@@ -428,10 +464,10 @@ class _JudgingTheJudges:
     annotator card."""
 
     def __init__(self, by_rater, battle_frames, parse_errors, references, families, members, timings,
-                 n_boot: int, rating_bootstrap: int, seed: int):
+                 n_boot: int, rating_bootstrap: int, seed: int, cluster: str):
         self.by_rater, self.battle_frames, self.parse_errors = by_rater, battle_frames, parse_errors
         self.references, self.families, self.members, self.timings = references, families, members, timings
-        self.n_boot, self.rating_bootstrap, self.seed = n_boot, rating_bootstrap, seed
+        self.n_boot, self.rating_bootstrap, self.seed, self.cluster = n_boot, rating_bootstrap, seed, cluster
 
     def controlled(self) -> dict[str, ControlledSelfPreference]:
         specs = {}
@@ -439,10 +475,10 @@ class _JudgingTheJudges:
             if reference is None or name == PANEL:
                 continue
             rows, ref_rows = self.by_rater[name], self.by_rater[reference]
-            specs[name] = (JudgeRows(self.families[name], rows, ref_rows) if reference == HUMAN_RATER else
+            specs[name] = (JudgeRows(self.families[name], rows, ref_rows, model=name) if reference == HUMAN_RATER else
                            JudgeRows(self.families[name], debiased_rows(rows, calibrate=True),
-                                     debiased_rows(ref_rows, calibrate=True), per_pair=True))
-        return controlled_self_preference(specs) if specs else {}
+                                     debiased_rows(ref_rows, calibrate=True), per_pair=True, model=name))
+        return controlled_self_preference(specs, cluster=self.cluster) if specs else {}
 
     def card(self, rep: RaterReport) -> RaterReport:
         """Every rater's annotator card and reference (the panel's members too)."""
@@ -472,6 +508,9 @@ class _JudgingTheJudges:
         if rep.ratings.bt is not None and ref_bt is not None:
             board = leaderboard_intervals(board, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
                                           rep.ratings.bt, ref_bt, seed=seed)
+            if board.n_models >= RANKING_MODELS and board.spearman is not None:
+                # Beside the judge's numbers, the reference's against itself: noise, not judge error.
+                board = replace(board, ceiling=reference_ceiling(by_rater[reference], seed=seed))
         return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
                 "panel": summary}
 
@@ -479,7 +518,8 @@ class _JudgingTheJudges:
         from analysis.ratings import rate
 
         try:
-            return rate(rows[["model_a", "model_b", "winner"]], "bt", bootstrap=self.rating_bootstrap,
-                        seed=self.seed).table
+            columns = ["model_a", "model_b", "winner", "pair_id", "prompt"]
+            return rate(rows[[c for c in columns if c in rows.columns]], "bt", bootstrap=self.rating_bootstrap,
+                        seed=self.seed, cluster=self.cluster).table
         except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
             return None

@@ -1,7 +1,7 @@
 """The report's "judging the judges" sections: report.json pieces and template context.
 
 Strength-controlled self-preference (:mod:`analysis.bias.self_preference`), the judge's
-leaderboard against the reference's (:mod:`analysis.judging.leaderboard`), the debiasing
+leaderboard against the reference's (:mod:`analysis.judging.meta_metrics`), the debiasing
 variants (:mod:`analysis.judging.variants`), the judge panel (:mod:`analysis.judging.panel`) and the
 annotator cards (:mod:`analysis.judging.annotator`).
 """
@@ -44,7 +44,9 @@ def controlled_json(r: RaterReport) -> dict | None:
             "n_self_rows": c.n_self_rows, "note": c.note, "reference": r.reference,
             "ci_by_prompt": _num(c.ci_by_prompt), "slope": _num(c.slope), "slope_ci": _num(c.slope_ci),
             "position": _num(c.position), "position_ci": _num(c.position_ci), "n_pairs": c.n_pairs,
-            "specification": SPECIFICATION}
+            "cluster": c.cluster, "length": _num(c.length), "length_ci": _num(c.length_ci),
+            "categories": list(c.categories), "own_model": _num(c.own_model), "own_model_ci": _num(c.own_model_ci),
+            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION}
 
 
 def _variant_json(v) -> dict:
@@ -80,6 +82,7 @@ def judging_json(r: RaterReport) -> dict:
             "separability": _num(lb.separability), "agreement_ci": _num(lb.agreement_ci), "brier": _num(lb.brier),
             "intervals": {m: _num(ci) for m, ci in (lb.intervals or {}).items()} or None,
             "interval_method": lb.interval_method, "n_prompts": lb.n_prompts,
+            "ceiling": None if lb.ceiling is None else {m: _num(v) for m, v in lb.ceiling.items()},
             "vs": r.reference, "n_pairs": lb.n_pairs, "n_separated_reference": lb.n_separated_reference,
             "note": lb.note,
         },
@@ -133,8 +136,16 @@ def _leaderboard_row(r: RaterReport) -> dict:
         "rater": r.rater, "vs": r.reference or "-", "n_models": lb.n_models,
         **{m: _fmt(getattr(lb, m)) for m in _BOARD_METRICS},
         **{f"{m}_ci": _fmt_ci(iv.get(m)) if iv.get(m) else "" for m in _BOARD_METRICS},
-        "note": lb.note, "method": lb.interval_method,
+        "note": "; ".join(filter(None, [lb.note, _ceiling_note(lb)])) or None, "method": lb.interval_method,
     }
+
+
+def _ceiling_note(lb) -> str | None:
+    """The reference against itself on random halves of its prompts, where measured."""
+    if not lb.ceiling:
+        return None
+    return ("the reference against itself on random halves of its prompts (the ceiling): "
+            + ", ".join(f"{m} {_fmt(v)}" for m, v in lb.ceiling.items() if v is not None))
 
 
 def _variant_rows(r: RaterReport) -> list[dict]:

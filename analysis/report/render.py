@@ -8,6 +8,7 @@ once. Everything is read from the report's estimates; nothing is recomputed from
 from __future__ import annotations
 
 import functools
+import math
 import json
 import re
 from pathlib import Path
@@ -81,6 +82,12 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
                 "bt_interval": r.ratings.bt_interval,
                 "weighting": r.ratings.weighting,
                 "style_interval": r.ratings.style_interval,
+                "baseline": r.ratings.baseline,
+                "win_rates": [] if r.ratings.win_rates is None else [
+                    {"model": w["model"], "win_rate": f"{w['win_rate']:.1f} [{w['lower']:.1f}, {w['upper']:.1f}]",
+                     "lc": "-" if not math.isfinite(w["lc_win_rate"]) else
+                     f"{w['lc_win_rate']:.1f} [{w['lc_lower']:.1f}, {w['lc_upper']:.1f}]", "n": w["n"]}
+                    for w in r.ratings.win_rates.to_dict("records")],
             }
         )
     for row, r in zip(rows, report.raters):
@@ -106,17 +113,18 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
         **worth_context(report.worth, report.worth_notes),
         "summary": summary,
         "has_people": any(r.is_human for r in report.raters),
-        "clustering": CLUSTERING,
+        "clustering": clustering_sentence(report.clustering),
         "kappa_categories": KAPPA_CATEGORIES,
         "same_pairs": any(row["same"] for row in rows),
     }
 
 
-CLUSTERING = (
-    "Votes on one pair are not independent (several people judge the same two responses; a judge sees both "
-    "orders), so every interval treats a pair_id as one unit: rates and the BT bootstrap resample whole pairs, "
-    "sandwich and logistic-model intervals are clustered by pair_id."
-)
+def clustering_sentence(described: str) -> str:
+    """How the report's intervals treat repeated votes (``described``: :meth:`Clustering.describe`)."""
+    return (f"Intervals are {described or 'clustered by pair_id'}: votes of one cluster are not independent (each "
+            "model's answer to a prompt sits in several pairs, several people vote on one pair, a judge sees both "
+            "orders), so rates and bootstraps resample whole clusters and sandwich and logistic-model intervals sum "
+            "scores within one.")
 
 
 def _once(warnings: list[tuple[str, str | None]]) -> list[dict]:

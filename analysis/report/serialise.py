@@ -12,7 +12,7 @@ from analysis.report.formatting import num as _num
 from analysis.report.judge_sections import controlled_json, judging_json
 from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
 from analysis.report.worth_section import worth_json
-from analysis.stats import wilson_interval
+from analysis.regression import wilson_interval
 
 __all__ = ["KAPPA_CATEGORIES", "report_json"]
 
@@ -100,6 +100,8 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "warnings": list(r.ratings.warnings),
                 "note": r.ratings.note,
                 "weighting": r.ratings.weighting,
+                "win_rates": None if r.ratings.win_rates is None else {
+                    "baseline": r.ratings.baseline, "rows": _frame_records(r.ratings.win_rates)},
             },
             **judging_json(r),
             "ppi": worth.get(r.rater),
@@ -120,6 +122,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
             }
             for rater, row in report.family_matrix.iterrows()
         },
+        "clustering": report.clustering,
         "issues": list(report.issues),
         "judges_without_verdicts": [{"judge": name, "n_records": n} for name, n in report.without_verdicts],
         "sources": list(report.sources),

@@ -2,7 +2,8 @@
 
 How often the judge agrees with people (with and without ties) beside how often people
 agree with each other; how many human votes it is worth (:mod:`analysis.judging.worth`);
-its strongest bias with its size; and one sentence a user can act on. Without people the
+its strongest bias with its size (self-family only from the controlled term of
+:mod:`analysis.bias.self_preference`, never the raw gap); and one sentence a user can act on. Without people the
 block says so and gives what can still be said: position consistency and length preference.
 """
 
@@ -14,8 +15,8 @@ import numpy as np
 
 from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
+from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.stats import HUMAN_RATER
 
 __all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "follows_position", "strongest_bias", "summary_blocks",
            "summary_json"]
@@ -87,11 +88,18 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
                              f"of its decisive verdicts, {_pct_ci(ln.longer_rate_ci)} for the longer (50% without "
                              "length preference)",
                              ln.longer_rate - 0.5, (ln.longer_rate_ci[0] - 0.5, ln.longer_rate_ci[1] - 0.5)))
-    sf = r.self_family
-    if sf is not None and sf.delta is not None and sf.ci and not sf.ci[0] <= 0 <= sf.ci[1]:
-        found.append(Finding("self-family", f"agrees with {sf.reference} {abs(100 * sf.delta):.0f} points "
-                             f"{'more' if sf.delta > 0 else 'less'} often when its pick is from the judge's own family "
-                             f"({r.family}) {_pct_ci(sf.ci)}", sf.delta, sf.ci))
+    # Self-family only from the controlled term (strength, sharpness, position and length held
+    # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
+    c = r.controlled
+    if c is not None and c.coef is not None and c.ci and not c.ci[0] <= 0 <= c.ci[1]:
+        # Its size as a share: the change it makes to an even (50%) choice.
+        def share(x: float) -> float:
+            return 1 / (1 + np.exp(-x)) - 0.5
+
+        found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
+                             f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
+                             f"and length lean held fixed (about {abs(100 * share(c.coef)):.0f} points on an even "
+                             "choice)", share(c.coef), (share(c.ci[0]), share(c.ci[1]))))
     return max(found, key=lambda f: abs(f.size), default=None)
 
 
@@ -139,14 +147,22 @@ def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
 
     text = (f"Agrees with people on {one(a.without_ties, a.without_ties_ci)} of decisive vote pairs "
             f"({one(a.with_ties, a.with_ties_ci)} with ties counted)")
-    if base is not None and base.without_ties is not None:
-        text += (f"; people agree with each other on {one(base.without_ties, base.without_ties_ci)} "
-                 f"({one(base.with_ties, base.with_ties_ci)} with ties)")
+    same = r.agreement_same_pairs
+    if base is not None and base.without_ties is not None and same is not None and same.without_ties is not None:
+        # People's agreement with each other exists only where two or more people voted: the
+        # judge is compared with it on those same pairs, not on all of its own.
+        text += (f". On the {same.n_items} pairs two or more people voted on, it agrees with them on "
+                 f"{one(same.without_ties, same.without_ties_ci)} and people agree with each other on "
+                 f"{one(base.without_ties, base.without_ties_ci)} (with ties {one(same.with_ties, same.with_ties_ci)} "
+                 f"and {one(base.with_ties, base.with_ties_ci)})")
     data = {"without_ties": a.without_ties, "without_ties_ci": a.without_ties_ci, "with_ties": a.with_ties,
             "with_ties_ci": a.with_ties_ci, "people_without_ties": base.without_ties if base else None,
             "people_without_ties_ci": base.without_ties_ci if base else None,
             "people_with_ties": base.with_ties if base else None,
-            "people_with_ties_ci": base.with_ties_ci if base else None, "n": a.n}
+            "people_with_ties_ci": base.with_ties_ci if base else None, "n": a.n,
+            "same_pairs_without_ties": same.without_ties if same else None,
+            "same_pairs_without_ties_ci": same.without_ties_ci if same else None,
+            "same_pairs_n_items": same.n_items if same else None}
     return text + ".", data
 
 
@@ -154,9 +170,15 @@ def _worth_line(w: JudgeWorth) -> str:
     ci = "" if w.effective_ci is None else f" [{w.effective_ci[0]:.0f}, {w.effective_ci[1]:.0f}]"
     # The design may be a subsample of people's pairs (people voted on most of them): say so, or the
     # numbers read as if people had voted on fewer pairs than the data hold.
-    return (f"Worth: with {w.design} ({w.n_human_pairs} pairs, {w.n_human:.0f} votes), the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone: each vote "
+    text = (f"Worth: with {w.design} ({w.n_human_pairs} pairs, {w.n_human:.0f} votes), the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone: each vote "
             f"counts {w.ratio:.2f}x" + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]")
             + ".")
+    if w.per_model is not None:
+        # The average hides models the judge does not help: say how many it narrows, per model.
+        widths = ", ".join(f"{m} {r:.2f}x" for m, r in zip(w.per_model["model"], w.per_model["width_ratio"]))
+        text += (f" With its weight tuned per model, it narrows {w.n_narrowed} of {len(w.per_model)} models' "
+                 f"intervals (width with the judge over people's alone: {widths}).")
+    return text
 
 
 def _action(name: str, w: JudgeWorth | None, bias: Finding | None) -> str:
@@ -210,15 +232,15 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         members = [raters[m] for m in r.panel_members if m in raters]
         follows = _follows_line(r, members)
         # Against people where they voted: a lean the judge shares with them is not counted as its bias.
-        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family vs "
-                   "agreement with people)" if people is not None else "Strongest bias")
+        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family as the "
+                   "controlled term vs 0)" if people is not None else "Strongest bias")
         if bias:
             bias_line = f"{against}: it {bias.text}."
         elif follows:
             bias_line = f"{against}: position ({FOLLOWS_POSITION})."
         else:
-            bias_line = (f"{against}: none detected (position, length and self-family intervals all include no "
-                         "bias)." + _length_lean(r, people))
+            bias_line = (f"{against}: none detected (position, length and controlled self-family intervals all "
+                         "include no bias)." + _length_lean(r, people))
         if people is None or r.reference != HUMAN_RATER:
             if people is None and bias is not None and bias.kind == "length":
                 bias_line = "Strongest bias: its length preference (above)."

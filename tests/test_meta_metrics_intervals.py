@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 
 from analysis.judging.agreement import rank_agreement, spearman_permutation_p
-from analysis.judging.leaderboard import METRICS, leaderboard_agreement, leaderboard_intervals
+from analysis.judging.meta_metrics import METRICS, leaderboard_agreement, leaderboard_intervals
 
 
 @pytest.fixture(scope="module")
 def pandalm(shared_data):
     from analysis.importers import import_paths
     from analysis.ratings import rate
-    from analysis.stats import judgment_table
+    from analysis.judgment_table import judgment_table
 
     records = [r for r in import_paths([shared_data / "pandalm"]).records if r.parse_error is None]
     table, _ = judgment_table(records)
@@ -151,7 +151,7 @@ def test_boards_are_refitted_on_the_same_prompts_in_every_round():
     """The paired bootstrap: two identical boards give identical metrics in every round, and a
     judge whose verdicts are the reference's ranks models as the reference does in every
     round (kinds keyed on one table at a time would draw each board its own prompts)."""
-    from analysis.judging.leaderboard import metric_rounds, rows_prompts
+    from analysis.judging.meta_metrics import metric_rounds, rows_prompts
 
     reference_rows, judge_rows = _board_rows(3000, seed=4, agree=0.7)
     judge, reference = _rated(judge_rows), _rated(reference_rows)
@@ -169,7 +169,7 @@ def test_batched_leaderboard_fits_are_each_rounds_own_optimum():
     from it) land on each round's own penalised optimum: zero gradient, mean 0, and the
     same strengths as the round fitted alone; dense rounds and sparse ones alike (a pair
     never played, a model that never lost, where only the small ridge keeps it finite)."""
-    from analysis.judging.leaderboard import _bt_batch
+    from analysis.judging.meta_metrics import _bt_batch
 
     rng = np.random.default_rng(5)
     n = 6

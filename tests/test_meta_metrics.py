@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.judging.leaderboard import leaderboard_agreement
+from analysis.judging.meta_metrics import leaderboard_agreement
 from analysis.ratings import rate
 
 STRENGTH = {"m1": 1.2, "m2": 0.8, "m3": 0.4, "m4": 0.0, "m5": -0.4, "m6": -0.8}
@@ -107,3 +107,33 @@ def test_what_cannot_be_computed_is_null_with_a_reason(reference):
     wide = reference.assign(lower=reference["rating"] - 1e4, upper=reference["rating"] + 1e4)
     flat = leaderboard_agreement(reference, wide)
     assert flat.agreement_ci is None and "overlap for every model pair" in flat.note and flat.n_separated_reference == 0
+
+
+@pytest.mark.parametrize("n_models, says", [(5, True), (8, False)])
+def test_fewer_than_eight_models_are_said_not_to_rank_judges(n_models, says):
+    ratings = np.linspace(900, 1100, n_models)
+    table = pd.DataFrame({"model": [f"m{k}" for k in range(n_models)], "rating": ratings,
+                          "lower": ratings - 30, "upper": ratings + 30})
+    note = leaderboard_agreement(table, table).note or ""
+    assert ("too few models to rank judges" in note) is says
+
+
+def test_reference_ceiling_with_eight_models_and_none_below():
+    """The reference against itself on halves of its prompts: a noisy reference's ceiling is
+    below 1, a sharp one's near 1; below eight models there is none."""
+    from analysis.judging.meta_metrics import reference_ceiling
+
+    def votes(n_models, spread, seed=0):
+        rng = np.random.default_rng(seed)
+        strength = np.linspace(-spread, spread, n_models)
+        i, j = np.triu_indices(n_models, 1)
+        prompt = np.repeat(np.arange(60), len(i))
+        a, b = np.tile(i, 60), np.tile(j, 60)
+        won = rng.random(len(a)) < 1 / (1 + np.exp(-(strength[a] - strength[b])))
+        return pd.DataFrame({"model_a": [f"m{k}" for k in a], "model_b": [f"m{k}" for k in b],
+                             "winner": np.where(won, "model_a", "model_b"), "prompt": prompt,
+                             "pair_id": np.arange(len(a))})
+
+    sharp, close = reference_ceiling(votes(8, 2.0)), reference_ceiling(votes(8, 0.1))
+    assert sharp["spearman"] > 0.95 and close["spearman"] < sharp["spearman"]
+    assert reference_ceiling(votes(6, 2.0)) is None

@@ -1,17 +1,19 @@
 """Voters and one flooding client against a running app: what the flood load test and
 ``bench/arena_flood.py`` measure.
 
-The app must trust 127.0.0.1 as its proxy (``trusted_proxies``), so that each voter and
-the flooder get an address of their own from ``X-Forwarded-For``. Each voter, every
-``cycle_s`` (10 s: reading two answers takes a person longer): loads the page, takes a
-prompt-set battle and votes on it, timing each. The
-flooder stays within its limits: three sessions on one address, open-prompt battles it
-hangs up on after 3 s, page events through the "simple" API and uploads, as fast as its
-limits let it.
+The app must trust 127.0.0.1 as its proxy (``trusted_proxies``), so that each voter gets
+an address of its own from ``X-Forwarded-For``. Each voter, every ``cycle_s`` (10 s:
+reading two answers takes a person longer): loads the page, takes a prompt-set battle and
+votes on it, timing each. The flooder is one client on 16 loopback addresses
+(127.0.0.2-17, real peers the app does not trust as proxies), each of them, as fast as the
+server lets it: page loads, Gradio's info, OpenAPI and startup routes, stream posts,
+send-button events it never listens to (a random session hash each), open-prompt battles
+it hangs up on after 3 s, the "simple" API and uploads. Refused, it tries again shortly.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,12 +22,13 @@ import httpx
 import numpy as np
 
 KINDS = ("page", "battle", "vote")
-FLOOD_ADDRESS = "10.66.0.1"
+FLOOD_ADDRESSES = [f"127.0.0.{i}" for i in range(2, 18)]
 
 
 @dataclass
 class Load:
     latencies: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    by_voter: dict[int, list[float]] = field(default_factory=dict)  # every request's seconds, per voter
     acked: list[str] = field(default_factory=list)  # battle ids of acknowledged votes
     errors: list[str] = field(default_factory=list)
     flood: dict[str, int] = field(default_factory=dict)  # outcome -> count
@@ -33,6 +36,10 @@ class Load:
 
     def p99(self) -> dict[str, float]:
         return {k: float(np.percentile(v, 99)) if v else float("nan") for k, v in self.latencies.items()}
+
+    def voter_p99(self) -> list[float]:
+        """Each voter's own p99 over all its requests."""
+        return [float(np.percentile(v, 99)) for v in self.by_voter.values() if v]
 
     def count(self, outcome: str) -> None:
         with self.lock:
@@ -67,58 +74,58 @@ def voter(url: str, index: int, load: Load, until: float, cycle_s: float) -> Non
             with load.lock:
                 for kind, seconds in timings.items():
                     load.latencies[kind].append(seconds)
+                    load.by_voter.setdefault(index, []).append(seconds)
                 load.acked.append(battle_id)
             time.sleep(max(0.0, cycle_s - (time.monotonic() - began)))
 
 
-def flooder(url: str, load: Load, until: float, threads: int = 8) -> None:
-    """One address, three sessions, every limit respected by the server: hung-up battles,
-    page events by the simple API route, uploads."""
-    headers = {"X-Forwarded-For": FLOOD_ADDRESS}
-    cookies = []
-    while len(cookies) < 3 and time.monotonic() < until:
-        with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
-            try:
-                client.get("/")
-            except httpx.HTTPError:
-                continue
-            cookies.append(client.cookies)
-    if len(cookies) < 3:
-        load.count("no sessions")
-        return
-
-    def battles(i: int) -> None:
-        with httpx.Client(base_url=url, headers=headers, cookies=cookies[i % 3], timeout=3) as client:
+def flooder(url: str, load: Load, until: float) -> None:
+    """One client on 16 addresses, every route, as fast as it is let."""
+    def from_address(address: str) -> None:
+        transport = httpx.HTTPTransport(local_address=address)
+        with httpx.Client(base_url=url, transport=transport, timeout=3) as client:
+            send = None
             while time.monotonic() < until:
-                try:
-                    code = client.post("/arena-api/battles", json={"prompt": f"Write a long story, take {i}."}
-                                       ).status_code
-                    load.count(f"battle {code}")
-                    if code == 429:
-                        time.sleep(0.2)  # refused at once: try again shortly, as a flood would
-                except httpx.TimeoutException:
-                    load.count("battle hung up")
-                except httpx.HTTPError as exc:
-                    load.count(f"battle {type(exc).__name__}")
+                for kind, call in (
+                        ("page", lambda: client.get("/")),
+                        ("info", lambda: client.get("/gradio_api/info")),
+                        ("openapi", lambda: client.get("/openapi.json")),
+                        ("startup", lambda: client.get("/gradio_api/startup-events")),
+                        ("stream", lambda: client.post(f"/gradio_api/stream/{secrets.token_hex(8)}")),
+                        ("join", lambda: client.post("/gradio_api/queue/join", json={
+                            "data": ["Write a long story."], "event_data": None, "fn_index": send,
+                            "trigger_id": None, "session_hash": secrets.token_hex(6)})),
+                        ("battle", lambda: client.post("/arena-api/battles", json={"prompt": "Write a long story."})),
+                        ("call", lambda: client.post("/gradio_api/call/on_next", json={"data": []})),
+                        ("upload", lambda: client.post("/gradio_api/upload", files={"files": ("a.txt", b"y" * 100_000)})),
+                ):
+                    if time.monotonic() >= until:
+                        return
+                    try:
+                        if send is None:
+                            send = _send_fn(client)
+                        code = call().status_code
+                        load.count(f"{kind} {code}")
+                        if code == 429:
+                            time.sleep(0.2)  # refused at once: try again shortly, as a flood would
+                    except httpx.TimeoutException:
+                        load.count(f"{kind} hung up")
+                    except httpx.HTTPError as exc:
+                        load.count(f"{kind} {type(exc).__name__}")
+                        time.sleep(0.2)
 
-    def events() -> None:
-        with httpx.Client(base_url=url, headers=headers, timeout=10) as client:
-            while time.monotonic() < until:
-                try:
-                    code = client.post("/gradio_api/call/on_next", json={"data": []}).status_code
-                    load.count(f"event {code}")
-                    upload = client.post("/gradio_api/upload", files={"files": ("a.txt", b"y" * 100_000)})
-                    load.count(f"upload {upload.status_code}")
-                except httpx.HTTPError as exc:
-                    load.count(f"event {type(exc).__name__}")
-                time.sleep(0.2)
-
-    workers = [threading.Thread(target=battles, args=(i,)) for i in range(threads)]
-    workers.append(threading.Thread(target=events))
+    workers = [threading.Thread(target=from_address, args=(a,)) for a in FLOOD_ADDRESSES]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+
+
+def _send_fn(client: httpx.Client) -> int:
+    """The send button's event id in the page's Gradio config."""
+    config = client.get("/config").json()
+    send = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "send")
+    return next(d["id"] for d in config["dependencies"] if [send, "click"] in [list(t) for t in d["targets"]])
 
 
 def run(url: str, seconds: float, voters: int = 50, flood: bool = True, cycle_s: float = 10.0) -> Load:

@@ -50,15 +50,21 @@ import pandas as pd
 from scipy import special, stats
 
 from analysis.resample import paired_totals
-from analysis.stats import Z95, positions
+from analysis.judgment_table import positions
+from analysis.regression import Z95, FitError, percentile_interval
 
-__all__ = ["METRICS", "MIN_MODELS", "LeaderboardAgreement", "leaderboard_agreement", "leaderboard_intervals",
-           "placeholder_models"]
+__all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "leaderboard_agreement",
+           "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
 
 METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
 MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric means much
+# Below this many models the metrics are given but said not to rank judges: with 5 models a
+# Spearman interval of [0.6, 1.0] says nothing, and with 8 close models the interval covered
+# its true value in 64.5% of simulated runs (issue 26).
+RANKING_MODELS = 8
 _BT_TOL = 1e-10  # a round's leaderboard is fitted when its last step moves no strength by more
 _CHORD_STEPS = 30
+_NEWTON_STEPS = 100  # a round's Newton fit that has not converged by then raises
 BOOT_ROUNDS = 2000  # seeds 0-3 then agree to well within a quarter of each interval's width
 # Names that stand for a position in a file, not a model (LLMBar, AlpacaEval without generators).
 _PLACEHOLDER = re.compile(r"^(out(put)?[_ -]?\d+|model[_ -]?[ab12]|response[_ -]?[ab12]|[ab])$", re.IGNORECASE)
@@ -83,6 +89,9 @@ class LeaderboardAgreement:
     intervals: dict[str, tuple[float, float] | None] | None = None  # metric -> 95% interval
     interval_method: str | None = None
     n_prompts: int = 0  # prompts the bootstrap resampled
+    # The reference against itself (:func:`reference_ceiling`): each metric's mean over random
+    # halves of its prompts, the most a judge could reach at this noise; None below RANKING_MODELS.
+    ceiling: dict[str, float | None] | None = None
 
 
 def _overlap(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -130,6 +139,9 @@ def leaderboard_agreement(judge: pd.DataFrame | None, reference: pd.DataFrame | 
     separability = float(1.0 - judge_overlap.mean())
     separated = ~ref_overlap
     notes = []
+    if n < RANKING_MODELS:
+        notes.append(f"too few models to rank judges ({n} models, fewer than {RANKING_MODELS}): these numbers "
+                     "describe this judge on these models, not how it ranks others")
     if separated.any():
         same_order = np.sign(rj[i] - rj[j]) == np.sign(rr[i] - rr[j])
         score = np.where(judge_overlap, 0.5, same_order.astype(float))[separated]
@@ -222,15 +234,19 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
         return (w - g * p) @ incidence - 1e-6 * theta, p
 
     def newton(theta, w, g):
-        for _ in range(100):
+        # A round has converged when its step is below the tolerance, or its score is zero to
+        # rounding: a round with an unbeaten model sits where only the 1e-6 ridge holds it, and
+        # there a step is the rounding noise of the score divided by the ridge.
+        scale = np.maximum(g.sum(axis=1), 1.0)
+        for _ in range(_NEWTON_STEPS):
             grad, p = gradient(theta, w, g)
             information = ((g * p * (1 - p)) @ outer).reshape(len(theta), n, n) + ridge
             step = np.linalg.solve(information, grad[..., None])[..., 0]
             theta = theta + step
             theta -= theta.mean(axis=1, keepdims=True)
-            if np.max(np.abs(step)) < _BT_TOL:
-                break
-        return theta
+            if np.all((np.max(np.abs(step), axis=1) < _BT_TOL) | (np.max(np.abs(grad), axis=1) < 1e-12 * scale)):
+                return theta
+        raise FitError(f"the leaderboard's Bradley-Terry fit did not converge in {_NEWTON_STEPS} Newton steps ({len(theta)} rounds)")
 
     if not len(totals):
         return np.zeros((0, n))
@@ -261,7 +277,7 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
 
 
 def _coded(index: pd.Index, column: pd.Series) -> np.ndarray:
-    """:func:`analysis.stats.positions` of a column, looked up once per distinct value (a
+    """:func:`analysis.judgment_table.positions` of a column, looked up once per distinct value (a
     column of a few models or prompts repeated over tens of thousands of rows)."""
     codes, distinct = pd.factorize(column.to_numpy())
     return np.append(positions(index, distinct), -1)[codes]
@@ -349,16 +365,45 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
     if len(prompts) < 10:
         return replace(point, note="; ".join(filter(None, [point.note, "too few prompts for intervals"])))
     values = metric_rounds([(judge_rows, judge)], reference_rows, reference, prompts, n_boot, seed)[0]
-    alpha = (1 - level) / 2
     intervals = {}
     for metric in METRICS:
         v = values[metric][np.isfinite(values[metric])]
         if getattr(point, metric) is None or len(v) < n_boot / 2:
             intervals[metric] = None
         else:
-            lo, hi = np.quantile(v, [alpha, 1 - alpha])
+            lo, hi = percentile_interval(v, level)
             intervals[metric] = (float(lo), float(hi))
     method = (f"bootstrap percentile {level:.0%}, {n_boot} rounds resampling {len(prompts)} prompts (judge and "
               f"reference together), seed {seed}; each round refits both Bradley-Terry leaderboards with the ratings' "
               "interval widths held at their full-data values")
     return replace(point, intervals=intervals, interval_method=method, n_prompts=len(prompts))
+
+
+def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: int = 0) -> dict[str, float | None] | None:
+    """The reference's agreement with itself: its prompts split at random into two halves, a
+    Bradley-Terry leaderboard fitted on each (ties as half wins, sandwich intervals clustered
+    as :func:`analysis.ratings.rate` does), and the meta-metrics of one half against the other,
+    averaged over ``n_splits`` splits. A judge's metrics read against this ceiling separate the
+    reference's noise from the judge's error (half the prompts: a conservative ceiling).
+    None with fewer than :data:`RANKING_MODELS` models or a split whose halves cannot be fitted."""
+    from analysis.ratings import rate
+
+    prompts = rows_prompts(reference_rows)
+    models = pd.unique(pd.concat([reference_rows["model_a"], reference_rows["model_b"]]))
+    if len(models) < RANKING_MODELS or len(prompts) < 20:
+        return None
+    rng = np.random.default_rng(seed)
+    columns = [c for c in ("model_a", "model_b", "winner", "pair_id", "prompt") if c in reference_rows.columns]
+    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    for _ in range(n_splits):
+        half = positions(pd.Index(rng.permutation(prompts)[: len(prompts) // 2]), reference_rows["prompt"]) >= 0
+        try:
+            a = rate(reference_rows.loc[half, columns], "bt").table
+            b = rate(reference_rows.loc[~half, columns], "bt").table
+        except (ValueError, RuntimeError):  # a half whose comparisons are disconnected
+            return None
+        board = leaderboard_agreement(a, b)
+        for m in METRICS:
+            if getattr(board, m) is not None:
+                values[m].append(getattr(board, m))
+    return {m: float(np.mean(v)) if v else None for m, v in values.items()}

@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from arena.process import free_port
+from app_process import free_port
 
 RUN_AS = "nobody"
 

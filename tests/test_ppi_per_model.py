@@ -1,0 +1,77 @@
+"""PPI++ with lambda tuned per model: a judge that helps on some models' pairs and misleads on
+one model's must not widen any model's interval beyond people's alone, which one lambda shared
+by every model does."""
+
+import numpy as np
+
+from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, ppi_data
+from test_clustering_coverage import battles, prompts
+
+
+def test_per_model_lambda_never_widens_a_model_and_one_lambda_does():
+    rng = np.random.default_rng(0)
+    widest_shared, widest_own, narrowed = [], [], []
+    for _ in range(3):
+        prompt, i, j, eta = prompts(rng, 150)
+        n = len(eta)
+        judge_logit = np.where((i == 4) | (j == 4), -3 * eta, 1.5 * eta)  # misleading on m4's pairs
+        judge = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-judge_logit)), judge="J", judge_type="llm")
+        people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human",
+                         judge_type="human")[rng.random(n) < 0.2]
+        data = ppi_data(people, judge, cluster="pair")
+        shared = fit_ppi(data)
+        widest_shared.append(np.max(np.sqrt(np.diag(shared.covariance) / np.diag(shared.classical_covariance))))
+        own = fit_ppi_per_model(data)
+        widest_own.append(own.width_ratio.max())
+        narrowed.append((own.width_ratio < 0.99).sum())
+        assert np.allclose(own.classical_sd, np.sqrt(np.diag(shared.classical_covariance)))
+    assert max(widest_own) <= 1.0 + 1e-12, widest_own
+    assert max(widest_shared) > 1.05, widest_shared
+    assert min(narrowed) >= 2, narrowed  # it still helps where it can
+
+
+def test_a_useless_judges_worth_interval_can_fall_below_one():
+    """A judge flipping coins is worth at most people's votes alone; its interval must be free
+    to reach below 1x (every bootstrap round used to fall back to people alone, so the interval
+    started at exactly 1.00 and never covered the truth)."""
+    from analysis.judging.worth import judge_worth
+
+    rng = np.random.default_rng(4)
+    prompt, i, j, eta = prompts(rng, 100)
+    n = len(eta)
+    judge = battles(prompt, i, j, rng.random(n) < 0.5, judge="J", judge_type="llm")
+    people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human",
+                     judge_type="human")[rng.random(n) < 0.3]
+    worth = judge_worth(people, judge, "J", seed=0)
+    assert worth.ratio_ci is not None and worth.ratio_ci[0] < 1.0 <= worth.ratio_ci[1], worth.ratio_ci
+    assert worth.per_model["width_ratio"].max() <= 1.0 + 1e-12
+
+
+def test_prompt_bootstrap_round_is_the_fit_of_the_prompts_copied():
+    """A bootstrap round that draws prompt g k_g times, given as weights and draws, has the
+    covariance of the data with each drawn prompt copied k_g times as distinct prompts."""
+    import pandas as pd
+
+    from analysis.ratings.ppi import fit_ppi_rounds
+
+    rng = np.random.default_rng(5)
+    prompt, i, j, eta = prompts(rng, 30)
+    n = len(eta)
+    judge = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="J", judge_type="llm")
+    people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human",
+                     judge_type="human")[rng.random(n) < 0.5]
+    data = ppi_data(people, judge, cluster="prompt")
+    k = rng.poisson(1.0, int(data.group.max()) + 1).astype(float)
+    (drawn,) = fit_ppi_rounds(data, (data.weight * k[data.group])[None], draws=k[None])
+    # The same round written out: prompt q copied k times, each copy its own prompt and pairs.
+    codes = pd.factorize(pd.concat([people, judge])["prompt"])[0]
+    of_prompt = dict(zip(pd.concat([people, judge])["prompt"], codes))
+    copies = []
+    for frame in (people, judge):
+        for q, rows in frame.groupby("prompt", sort=False):
+            for c in range(int(k[of_prompt[q]])):
+                copies.append(rows.assign(prompt=f"{q}#{c}", pair_id=rows["pair_id"] + f"#{c}"))
+    both = pd.concat(copies, ignore_index=True)
+    copied = fit_ppi(ppi_data(both[both["judge"] == "human"], both[both["judge"] == "J"], cluster="prompt"))
+    np.testing.assert_allclose(drawn.theta, copied.theta, atol=1e-8)
+    np.testing.assert_allclose(drawn.covariance, copied.covariance, rtol=1e-6, atol=1e-12)

@@ -1,0 +1,76 @@
+"""The statistical core (analysis.regression) against its slow twin, statsmodels."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.regression import FitError, cluster_groups, fit_logit, percentile_interval
+
+
+def _clustered_data(seed=0, n_groups=60, per_group=5):
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(n_groups), per_group)
+    shared = rng.normal(0, 1.0, n_groups)[groups]  # what a cluster's rows share
+    X = np.column_stack([np.ones(len(groups)), rng.normal(size=len(groups)), rng.integers(0, 2, len(groups))])
+    y = (rng.random(len(groups)) < 1 / (1 + np.exp(-(X @ [0.2, 0.8, -0.5] + shared)))).astype(float)
+    return X, y, groups
+
+
+def test_logit_matches_statsmodels_clustered():
+    from statsmodels.discrete.discrete_model import Logit
+
+    X, y, groups = _clustered_data()
+    ours = fit_logit(X, y, groups)
+    theirs = Logit(y, X).fit(disp=False, cov_type="cluster", cov_kwds={"groups": groups})
+    np.testing.assert_allclose(ours.params, theirs.params, rtol=1e-6)
+    np.testing.assert_allclose(ours.cov, theirs.cov_params(), rtol=1e-6)
+    np.testing.assert_allclose(ours.pvalues, theirs.pvalues, rtol=1e-5)
+
+
+def test_fractional_logit_matches_statsmodels_glm_hc0():
+    import statsmodels.api as sm
+
+    X, y, groups = _clustered_data(1)
+    share = np.clip(y * 0.7 + 0.15, 0, 1)
+    ours = fit_logit(X, share, groups, small_sample=False)
+    theirs = sm.GLM(share, X, family=sm.families.Binomial()).fit(
+        cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False})
+    np.testing.assert_allclose(ours.params, theirs.params, rtol=1e-6)
+    np.testing.assert_allclose(ours.cov, theirs.cov_params(), rtol=1e-5)
+
+
+def test_separated_or_unconverged_fit_raises():
+    X = np.column_stack([np.ones(40), np.r_[np.zeros(20), np.ones(20)]])
+    y = np.r_[np.zeros(20), np.ones(20)]
+    with pytest.raises(FitError):
+        fit_logit(X, y)
+    X, y, _ = _clustered_data(2)
+    with pytest.raises(FitError, match="did not converge"):
+        fit_logit(X, y, max_iter=1)
+
+
+def test_meta_metric_batch_fit_raises_when_newton_does_not_converge(monkeypatch):
+    from analysis.judging import meta_metrics
+
+    # Before, the loop returned whatever it had after its last step; now too few steps raise.
+    monkeypatch.setattr(meta_metrics, "_NEWTON_STEPS", 1)
+    totals = np.array([[[5.0, 3.0, 4.0], [1.0, 2.0, 3.0]]])
+    i, j = np.triu_indices(3, 1)
+    with pytest.raises(FitError, match="did not converge"):
+        meta_metrics._bt_batch(totals, i, j, 3)
+
+
+def test_cluster_groups_prompt_when_a_prompt_carries_several_pairs():
+    frame = pd.DataFrame({"pair_id": ["p1", "p2", "p3", "p3"], "prompt": ["q1", "q1", "q2", "q2"],
+                          "model_a": ["a", "a", "b", "c"], "model_b": ["b", "c", "c", "b"], "winner": ["model_a"] * 4})
+    assert cluster_groups(frame).kind == "prompt" and cluster_groups(frame).n == 2
+    assert cluster_groups(frame, "pair").n == 3
+    one_pair_each = frame.assign(prompt=["q1", "q2", "q3", "q3"])
+    assert cluster_groups(one_pair_each).kind == "pair"
+    with pytest.raises(ValueError, match="no prompt_id or prompt"):
+        cluster_groups(frame.drop(columns="prompt"), "prompt")
+
+
+def test_percentile_interval():
+    lo, hi = percentile_interval(np.arange(1001.0))
+    assert (lo, hi) == pytest.approx((25.0, 975.0))
