@@ -17,6 +17,7 @@ import hashlib
 import logging
 import queue
 import secrets
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -108,8 +109,26 @@ votes = Table(
 _ADDED = {"votes": ("prompt_key", "flags", "counted", "address", "lineage"), "battles": ("tab", "closed")}
 
 
+_BUSY_TIMEOUT_S = 30
+
+
+def _journal_wal(cur) -> None:
+    """Put the file in WAL mode. Replicas opening a new file together race for the switch,
+    and SQLite answers the losers "database is locked" at once, without its busy handler
+    (the switch needs the file to itself): retry within the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _sqlite_engine(url: str, synchronous: str) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": _BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_conn, _record):
@@ -117,10 +136,10 @@ def _sqlite_engine(url: str, synchronous: str) -> Engine:
         # the writer's check-then-insert read outside its transaction; take it over.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_S * 1000}")
+        _journal_wal(cur)
         cur.execute(f"PRAGMA synchronous={synchronous}")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=30000")
         # Checkpoints (copying the WAL into the database file, with an fsync) would run
         # inside whichever commit crosses the threshold and stall every vote queued behind
         # it; the store's checkpointer thread runs them instead (see VoteStore).

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from pairlab.records import Pair, make_pair_id, read_pairs, read_records, write_records
 from judges import run as run_cli
@@ -170,7 +171,10 @@ def test_sigkill_then_rerun_gives_each_record_once_and_the_same_bytes(smollm, pa
     out = tmp_path / "out.jsonl"
     args = ["judges.run", "--pairs", str(pairs_file), "--judge", JUDGE, "--out", str(out), "--mode", "generate",
             "--max-new-tokens", "8", "--batch-size", "2", "--template", str(letter_template), "--quiet",
-            "--limit", "3"]
+            "--limit", "3",
+            # The reference's settings where the command's CPU defaults differ: its threads (the same
+            # sums) and JudgeConfig's retries.
+            "--threads", str(torch.get_num_threads()), "--retries", str(JudgeConfig.retries)]
     proc = subprocess.Popen([sys.executable, "-m", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     wait_until(lambda: proc.poll() is not None or (out.exists() and out.read_bytes().count(b"\n") >= 1), 180,

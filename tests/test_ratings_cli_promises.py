@@ -80,7 +80,7 @@ def test_a_csv_without_a_judge_column_names_its_raters(tmp_path):
                               for k, w in enumerate(["model_a", "model_b", "model_b", "model_a", "tie"])))
     done = cli("analysis.ratings", "--votes", str(path))
     assert done.returncode == 0, done.stderr
-    raters = done.stdout.splitlines()[0]
+    raters = next(line for line in done.stdout.splitlines() if line.startswith("raters"))
     assert raters.startswith("raters: ") and raters.strip() != "raters:"  # names who voted, never nothing
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pairlab.records import ORDER_AVERAGED
+
 ROOT = Path(__file__).resolve().parents[1]
 JUDGES = ("smollm2-135m-instruct", "gemma3-270m")
 FAMILIES = {"smollm2-135m-instruct": "smollm", "gemma3-270m": "gemma"}
@@ -46,7 +48,10 @@ def test_embedded_models_end_to_end(tmp_path, shared_data):
     assert "pairs.jsonl: file: skipped" in proc.stderr
 
     data = json.loads((report_dir / "report.json").read_text())
-    assert set(data["judges"]) == set(JUDGES) | {"panel"}  # no humans in this run; the panel pools both judges
+    # No humans in this run; the panel pools both judges; each judge's order-averaged verdicts
+    # (OUT.pairs.jsonl) are rated beside it and left out of the panel.
+    averaged = {judge + ORDER_AVERAGED for judge in JUDGES}
+    assert set(data["judges"]) == set(JUDGES) | averaged | {"panel"}
     assert data["judges"]["panel"]["panel_members"] == sorted(JUDGES)
     assert data["judges"]["panel"]["agreement"]["vs"] is None  # no reference outside the panel
     for judge in JUDGES:

@@ -68,7 +68,7 @@ def test_report_opens_with_one_block_per_judge_before_any_table(with_people):
     assert answer.count("Agrees with people on") == 3
     assert answer.count("people agree with each other on") == 3
     assert answer.count("human votes alone") == 3
-    assert answer.count("Strongest bias:") == 3 and answer.count("**What to do:**") == 3
+    assert answer.count("Strongest bias against people") == 3 and answer.count("**What to do:**") == 3
     # Agreement carries intervals, with and without ties.
     assert re.search(r"Agrees with people on \d+% \\\[\d+, \d+\\\] of decisive vote pairs \(\d+% \\\[\d+, \d+\\\] "
                      r"with ties counted\)", answer)
