@@ -121,10 +121,13 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
 
 def clustering_sentence(described: str) -> str:
     """How the report's intervals treat repeated votes (``described``: :meth:`Clustering.describe`)."""
-    return (f"Intervals are {described or 'clustered by pair_id'}: votes of one cluster are not independent (each "
-            "model's answer to a prompt sits in several pairs, several people vote on one pair, a judge sees both "
-            "orders), so rates and bootstraps resample whole clusters and sandwich and logistic-model intervals sum "
-            "scores within one.")
+    described = described or "clustered by pair_id"
+    # Say only the repetition this clustering covers: by pair, no prompt carries several pairs.
+    why = ("each model's answer to a prompt sits in several pairs, several people vote on one pair, a judge sees "
+           "both orders" if described.startswith("clustered by prompt") else
+           "several people vote on one pair, a judge sees both orders")
+    return (f"Intervals are {described}: votes of one cluster are not independent ({why}), so rates and bootstraps "
+            "resample whole clusters and sandwich and logistic-model intervals sum scores within one.")
 
 
 def _once(warnings: list[tuple[str, str | None]]) -> list[dict]:
