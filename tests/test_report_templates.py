@@ -31,3 +31,13 @@ def test_writing_a_report_writes_nothing_but_the_report(report, tmp_path, monkey
     assert list(temp.iterdir()) == []
     for kind in ("json", "md", "html"):
         assert first[kind].read_bytes() == second[kind].read_bytes()
+
+
+def test_the_clustering_sentence_names_only_the_repetition_its_clusters_cover():
+    from analysis.report.render import clustering_sentence
+
+    by_pair = clustering_sentence("clustered by pair_id (999 pairs)")
+    assert "clustered by pair_id (999 pairs)" in by_pair and "both orders" in by_pair
+    assert "sits in several pairs" not in by_pair  # one pair a prompt: answers do not recur
+    by_prompt = clustering_sentence("clustered by prompt (80 prompts)")
+    assert "sits in several pairs" in by_prompt
