@@ -202,3 +202,14 @@ def test_model_names_and_errors():
 def test_info_names_the_weights(smollm):
     info = smollm.info()
     assert len(info["weights_sha256"]) == 64 and info["backend"] == "transformers"
+
+
+def test_plain_format_shows_one_worked_exchange_after_the_system_text():
+    """A base model sees what an answer looks like and where it ends before the conversation
+    (without it Gemma answered some questions with "Answer:" over and over)."""
+    from pairlab.backends.chat import PLAIN_EXAMPLE, plain_template
+
+    text = plain_template([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"},
+                           {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "And?"}])
+    assert text == f"Be brief.\n\n{PLAIN_EXAMPLE}Question: Hi?\nAnswer: Hello.\n\nQuestion: And?\nAnswer:"
+    assert PLAIN_EXAMPLE.startswith("Question: ") and "\nAnswer: " in PLAIN_EXAMPLE
