@@ -1,6 +1,6 @@
-"""Waiting in tests: poll for a condition with a deadline, never sleep a fixed time.
+"""Test support: waiting for a condition, and measuring a child process's memory.
 
-A fixed sleep is either too short on a loaded machine (the test fails) or too long on an idle
+Waiting polls for a condition with a deadline, never sleeps a fixed time. A fixed sleep is either too short on a loaded machine (the test fails) or too long on an idle
 one (the suite crawls); a poll returns as soon as the condition holds and fails, naming what
 it waited for, only when the deadline passes.
 """
@@ -43,3 +43,13 @@ def answers(url: str, proc=None) -> Callable[[], bool]:
             return False
 
     return check
+
+
+# Source to prepend to a child process's script: high_water() is its peak resident memory in
+# bytes. VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the (large) pytest parent
+# through fork and exec, while VmHWM belongs to the child's own address space.
+HIGH_WATER = """
+def high_water():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
+"""

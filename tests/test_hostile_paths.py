@@ -21,22 +21,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.importers.rows import MAX_DOCUMENT, MAX_LINE
+from support import HIGH_WATER
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30  # address space for a child: far above what reading any of these needs
 # Runs a module as `python -m` would, then prints its peak resident memory on stderr's last line.
-_PEAK_MB = """
-def peak_mb():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) // 1024
-"""
-_MEASURED = _PEAK_MB + """
+_MEASURED = HIGH_WATER + """
 import runpy, sys
 sys.argv = sys.argv[1:]
 try:
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 finally:
-    print("peak_mb", peak_mb(), file=sys.stderr)
+    print("peak_mb", high_water() >> 20, file=sys.stderr)
 """
 RECORD = {"pair_id": "p", "prompt": "q", "model_a": "x", "model_b": "y", "response_a": "a", "response_b": "b",
           "winner": "model_a", "judge": "human"}
@@ -121,11 +117,11 @@ def test_text_that_is_not_utf8_gets_one_verdict_from_both_commands(tmp_path):
     _one_verdict(path, tmp_path / "out", "item 1: invalid UTF-8", peak_mb=400)
 
 
-_READ = _PEAK_MB + """
+_READ = HIGH_WATER + """
 import sys
 from analysis.importers import read_table
 table, _ = read_table([sys.argv[1]])
-print(len(table), peak_mb())
+print(len(table), high_water() >> 20)
 """
 
 

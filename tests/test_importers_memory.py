@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support import HIGH_WATER
 
 ROOT = Path(__file__).resolve().parents[1]
 N_ROWS = 12_000
@@ -28,16 +29,10 @@ N_ROWS = 12_000
 # array has to be parsed whole, but each parsed row is let go once it is a record (2.9x).
 BOUND = {"jsonl": 2.75, "json": 3.5, "parquet": 4.75}
 
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the (large) pytest parent
-# through fork and exec, while VmHWM belongs to the new address space.
-_MEASURE = """
+_MEASURE = HIGH_WATER + """
 import json, sys
 from analysis.importers import load_records
 import pyarrow.parquet  # noqa: F401  (imports are not what is measured)
-
-def high_water():
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
 
 before = high_water()
 records = load_records(sys.argv[1])
