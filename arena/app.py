@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in config.models:
         log.info("loading %s", name)
         models[name] = get_model(name, config=config.model_config or MODELS_CONFIG)
-    arena = Arena(config, store, models)
+    try:
+        arena = Arena(config, store, models)
+    except ValueError as exc:  # a campaign's picks or verdicts that do not fit its pairs
+        store.close()
+        parser.error(f"--config {args.config}: {exc}")
     arena.warm_up()
     log.info("votes go to %s; %d models, %d curated prompts, %d prompt-set pairs",
              make_url(config.db).render_as_string(hide_password=True), len(models), len(arena.prompts),
@@ -112,7 +116,7 @@ def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
             resolve(name, config.model_config or MODELS_CONFIG)
         except (BackendError, OSError) as exc:
             parser.error(f"--config {args.config}: {exc}")
-    for what in ("prompts", "pairs"):
+    for what in ("prompts", "pairs", "picks", "verdicts"):
         path = getattr(config, what)
         if path is not None and not path.is_file():
             parser.error(f"--config {args.config}: {what} file {path} not found")

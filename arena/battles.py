@@ -170,10 +170,11 @@ class Battle:
         return cls(**data)
 
 
-def campaign_pairs(pairs: list[Pair], picks_path: Path) -> tuple[list[Pair], dict[str, float]]:
-    """The pairs a labelling campaign serves (those the planner picked) and their inclusion
-    probabilities. A pick naming a pair the pairs file lacks raises ``ValueError`` naming how many:
-    people could not vote on it, and the design would silently differ from the plan."""
+def campaign_pairs(pairs: list[Pair], picks_path: Path) -> tuple[list[Pair], dict[str, float], str]:
+    """The pairs a labelling campaign serves (those the planner picked), their inclusion
+    probabilities and the planner's strategy. A pick naming a pair the pairs file lacks raises
+    ``ValueError`` naming how many: people could not vote on it, and the design would silently
+    differ from the plan."""
     from analysis.plan import read_picks  # the picks' one reader
 
     picks = read_picks(str(picks_path))
@@ -183,7 +184,20 @@ def campaign_pairs(pairs: list[Pair], picks_path: Path) -> tuple[list[Pair], dic
     if missing:
         raise ValueError(f"{picks_path}: {missing} picks name pairs that the pairs file does not hold "
                          "(plan from the verdicts on these pairs)")
-    return served, inclusion
+    return served, inclusion, str(picks["strategy"].iloc[0])
+
+
+def campaign_verdicts(path: Path, judge: str, inclusion: dict[str, float]):
+    """The campaign judge's verdicts (:func:`arena.leaderboard.read_verdicts`); picks it gave no
+    verdict on raise ``ValueError`` naming how many: people's votes on them would have no prediction."""
+    from arena.leaderboard import read_verdicts
+
+    verdicts = read_verdicts(path, judge)
+    unjudged = set(inclusion) - set(verdicts.table["pair_id"].astype(str))
+    if unjudged:
+        raise ValueError(f"verdicts {path}: {verdicts.judge} gave no verdict on {len(unjudged)} of the "
+                         f"{len(inclusion)} picks (plan from this judge's verdicts on these pairs)")
+    return verdicts
 
 
 def build_record(payload: Mapping, winner: str, tstamp: float) -> Record:
@@ -255,8 +269,12 @@ class Arena:
         self.prompts: list[PromptItem] = load_prompts(config.prompts) if config.prompts else []
         self.pairs: list[Pair] = read_pairs(config.pairs) if config.pairs else []
         self.inclusion: dict[str, float] = {}  # a campaign's picks: pair_id -> inclusion probability
+        self.strategy = ""  # the planner's design of the picks (active or uniform)
         if config.picks is not None:
-            self.pairs, self.inclusion = campaign_pairs(self.pairs, config.picks)
+            self.pairs, self.inclusion, self.strategy = campaign_pairs(self.pairs, config.picks)
+        self.verdicts = None  # the campaign judge's verdicts: the leaderboard's people + judge ratings
+        if config.verdicts is not None:
+            self.verdicts = campaign_verdicts(config.verdicts, config.judge, self.inclusion)
         names = set(self.models) | {m for p in self.pairs for m in (p.model_a, p.model_b)}
         self.leaks = LeakDetector([word for n in sorted(names) for word in self._identity(n)])
         self.limits = Limits(config.rate_limit, config.address_rate_limit, config.address_new_sessions,

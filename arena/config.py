@@ -37,6 +37,10 @@ class ArenaConfig:
     # A labelling campaign: the planner's PICKS.jsonl (python -m analysis.plan); prompt-set
     # mode then serves only those pairs and records each vote's inclusion probability.
     picks: Path | None = None
+    # The campaign's judge: its verdicts on the pairs (python -m judges.run --pairs PAIRS.jsonl);
+    # the leaderboard then shows people + judge ratings (PPI) beside people's alone.
+    verdicts: Path | None = None
+    judge: str = ""  # the judge of ``verdicts`` to use; empty: the file's only judge
     rate_limit: int = 30  # actions (send, regenerate, vote) per session ...
     rate_window_s: float = 60.0  # ... in this many seconds (every limit below uses this window)
     address_rate_limit: int = 120  # actions per client address, all its sessions together
@@ -78,6 +82,9 @@ class ArenaConfig:
             raise ValueError(f"reveal must be one of {', '.join(REVEALS)}, got {self.reveal!r}")
         if self.picks is not None and self.pairs is None:
             raise ValueError(f"picks = {self.picks} needs pairs: the campaign serves the picked pairs of a pairs file")
+        if self.verdicts is not None and self.picks is None:
+            raise ValueError(f"verdicts = {self.verdicts} needs picks: the judge's verdicts rate a labelling "
+                             "campaign's votes")
         if self.prompt_set_rated and self.pairs is not None and data_dir().resolve() in Path(self.pairs).resolve().parents:
             raise ValueError(
                 f"prompt_set_rated = true is for closed panels with private pairs, but {self.pairs} ships with "
@@ -122,6 +129,8 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         prompts=local("prompts"),
         pairs=local("pairs"),
         picks=local("picks"),
+        verdicts=local("verdicts"),
+        judge=str(raw.get("judge", "")),
         rate_limit=int(limit.get("actions", 30)),
         rate_window_s=float(limit.get("per_seconds", 60.0)),
         address_rate_limit=int(limit.get("per_address", ArenaConfig.address_rate_limit)),

@@ -19,6 +19,10 @@ Anchored on FastChat's monitor (``elo_analysis.py``): Rank (UB) as Chiang et al.
 sec. 5 (1 + models whose lower bound beats this one's upper bound), a battle-count
 matrix, a win-fraction matrix, a style-controlled rating (Li et al. 2024) and category
 views (:mod:`arena.categories`). The rating math is ``analysis.ratings``'.
+
+A labelling campaign with a judge's verdicts (config ``picks`` and ``verdicts``) adds a view of
+its votes: prediction-powered ratings (people + judge, PPI++) beside people's alone, each vote
+weighted by its stored inclusion probability, the ratings command's numbers (:func:`campaign`).
 """
 
 from __future__ import annotations
@@ -194,3 +198,108 @@ def compute(store, bootstrap: int = 200, seed: int = 0, category: str = "all",
     rates, count = matrices(records)
     summary = f"{note}\n\n{how}" if records else note  # no votes: nothing more to explain
     return Leaderboard(summary, table, model_counts(records), rates, count, method)
+
+
+# A labelling campaign (config ``picks`` with ``verdicts``): people voted on the planner's picks,
+# a judge gave verdicts on the pairs; its view sets people + judge ratings beside people's alone.
+@dataclass(frozen=True)
+class Verdicts:
+    """The campaign's judge and its verdicts (a record table, as :func:`analysis.importers.read_table` reads)."""
+
+    judge: str
+    table: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Campaign:
+    summary: str  # what the two columns are, the design, and what the judge was worth
+    ratings: pd.DataFrame  # rank (UB), model, people + JUDGE, lower, upper, people alone, its bounds, votes
+
+
+def read_verdicts(path, judge: str = "") -> Verdicts:
+    """``judge``'s verdicts in the file ``path`` (the file's only judge when ``judge`` is empty);
+    a file without them raises ``ValueError`` naming the judges it holds."""
+    from analysis.importers import read_table
+    from pairlab.record_table import is_person
+
+    table, _ = read_table([path])
+    judges = sorted(set(table.loc[~is_person(table), "judge"].dropna().astype(str))) if len(table) else []
+    if not judge:
+        if len(judges) != 1:
+            raise ValueError(f"verdicts {path}: {len(judges)} judges ({', '.join(judges) or 'none'}): "
+                             "name the campaign's one with judge = ...")
+        judge = judges[0]
+    elif judge not in judges:
+        raise ValueError(f"verdicts {path}: no verdicts of judge {judge!r}; its judges: {', '.join(judges) or 'none'}")
+    return Verdicts(judge, table[(table["judge"] == judge).to_numpy()].reset_index(drop=True))
+
+
+def campaign_columns(judge: str) -> list[str]:
+    return ["rank (UB)", "model", f"people + {judge}", "lower", "upper", "people alone", "alone lower",
+            "alone upper", "votes"]
+
+
+def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: float = 0.95) -> Campaign:
+    """People + judge ratings (prediction-powered, PPI++) beside people's alone, from the campaign's
+    votes (those that carry an inclusion probability), each weighted by the inverse of its stored
+    probability: what ``python -m analysis.ratings --judge human --ppi JUDGE --picks PICKS.jsonl``
+    gives on the exported votes and the verdicts (its rating step, :func:`analysis.ratings.cli.rate_battles`).
+    ``strategy`` names the planner's design (active or uniform), ``n_picks`` its pairs."""
+    from analysis.frames import select_battles
+    from analysis.ratings import aggregate, mle_exists
+    from analysis.ratings.cli import rate_battles
+    from analysis.ratings.table import MIN_UNITS, withhold_thin
+    from pairlab import record_table
+
+    judge, columns = verdicts.judge, campaign_columns(verdicts.judge)
+    votes = [r for r in store.records() if r.meta.get("inclusion_prob") is not None]
+    # As the ratings command keeps them: prompt-set votes in, named, leaked and set-aside votes out.
+    frame = select_battles(record_table.stack(record_table.from_records(votes), verdicts.table),
+                           include_prompt_set=True)
+    people = frame[(frame["judge_type"] == "human").to_numpy()]
+    head = (f"**Labelling campaign: people + {judge} beside people alone.** People vote on the planner's "
+            f"**{strategy}** picks ({n_picks} pairs, each drawn with a known probability); each vote counts "
+            "1/probability times, so both columns estimate people's ratings.")
+    empty = pd.DataFrame(columns=columns)
+    if people.empty:
+        return Campaign(f"{head} No campaign votes yet.", empty)
+    picks = pd.DataFrame({"pair_id": [r.pair_id for r in votes],
+                          "inclusion_prob": [float(r.meta["inclusion_prob"]) for r in votes], "strategy": strategy})
+    mixed = int((picks.groupby("pair_id")["inclusion_prob"].nunique() > 1).sum())
+    if mixed:  # one weight per pair is the design's assumption: votes of two plans need their own analysis
+        return Campaign(f"{head} No ratings: the votes on {_plural(mixed, 'pair')} carry different inclusion "
+                        "probabilities (votes from more than one plan); rate each plan's votes with the ratings "
+                        "command and its own picks.", empty)
+    if not mle_exists(aggregate(people["model_a"], people["model_b"], people["winner"])):
+        return Campaign(f"{head} Needs more votes: some model has so far only won or only lost in the "
+                        f"{_plural(len(people), 'campaign vote')}, so people's ratings cannot be measured yet.", empty)
+    try:
+        result, _, _ = rate_battles(frame, "bt", judge="human", ppi=judge, picks=picks, level=level)
+    except (ValueError, RuntimeError) as exc:  # people's votes do not connect the models yet, or no fit
+        return Campaign(f"{head} No ratings yet: {str(exc).splitlines()[0]}", empty)
+    s, units, alone = result.summary(), result.fit.n_human_pairs, result.people_alone()
+    both, alone_table = (withhold_thin(t, units).table.set_index("model") for t in (result.table, alone))
+    table = pd.DataFrame({"rank (UB)": both["rank"], f"people + {judge}": both["rating"], "lower": both["lower"],
+                          "upper": both["upper"]})
+    for column, name in (("rating", "people alone"), ("lower", "alone lower"), ("upper", "alone upper")):
+        table[name] = alone_table[column].reindex(both.index)
+    table["votes"] = pd.concat([people["model_a"], people["model_b"]]).value_counts().reindex(both.index).fillna(0)
+    table = table.reset_index()[columns].round(1).astype({"votes": int})
+    note = (f" {_plural(s['n_human'], 'vote')} on {_plural(s['n_human_pairs'], 'pair')}; {judge} judged "
+            f"{s['n_judge']} pairs. **people + {judge}**: people's votes and the judge's verdicts together, the "
+            "judge's errors measured on the pairs people voted on and corrected everywhere (the judge's weight "
+            f"{s['lambda']:.2f}; 0: it did not narrow the ranges). **people alone**: the same votes and weights "
+            f"without the judge. **lower** and **upper** bound each rating with {level:.0%} confidence.")
+    if result.n_human_left_out:
+        note += f" {_plural(result.n_human_left_out, 'vote')} left out: on pairs {judge} gave no verdict on."
+    if units < MIN_UNITS:
+        note += (f" No ranges or ranks yet: they need votes on at least {MIN_UNITS} different pairs ({units} so "
+                 "far); from fewer, no range says honestly how sure a rating is.")
+    else:
+        note += (f" The judge and the picks together make the ranges as narrow as {s['effective_human_votes']:.0f} "
+                 "votes on uniformly drawn pairs would without a judge.")
+    detail = (f"Prediction-powered Bradley-Terry ratings (PPI++, Angelopoulos, Duchi & Zrnic 2023; Boyeau et al. "
+              f"2024): {result.table.interval}. People alone: {alone.interval}. Design {result.design.name}: "
+              "active statistical inference (Zrnic & Candes 2024). The same numbers as `python -m analysis.ratings "
+              f"--judge human --ppi {judge} --picks PICKS.jsonl` gives on the exported votes and the verdicts.")
+    return Campaign(f"{head}{note}\n\n{_details(detail)}", table)

@@ -45,12 +45,13 @@ CSS = """
 .arena-name p { margin: 0; }
 #status, #ps-status { min-height: 1.6em; }
 .vote-row button { font-size: 1.05em; }
-/* A phone's width: the ratings table's long model names wrap, so the rating stays on screen. */
+/* A phone's width: the ratings tables' long model names wrap, so the rating stays on screen. */
 @media (max-width: 480px) {
-  #ratings table { font-size: 0.85em; }
-  #ratings th, #ratings td { padding: 4px 5px; }
-  #ratings th, #ratings th * { word-break: normal; overflow-wrap: normal; white-space: normal; }
-  #ratings td { overflow-wrap: anywhere; }
+  #ratings table, #campaign-ratings table { font-size: 0.85em; }
+  #ratings th, #ratings td, #campaign-ratings th, #campaign-ratings td { padding: 4px 5px; }
+  #ratings th, #ratings th *, #campaign-ratings th, #campaign-ratings th * {
+    word-break: normal; overflow-wrap: normal; white-space: normal; }
+  #ratings td, #campaign-ratings td { overflow-wrap: anywhere; }
 }
 """
 
@@ -443,6 +444,10 @@ RATINGS_CAPTION = ("Ratings on the Elo scale. Rank (UB): 1 + the number of model
 STYLE_CAPTION = " Style-controlled: the rating with answer length and formatting held equal."
 
 
+CAMPAIGN_CAPTION = ("The labelling campaign's votes, with and without {judge}'s verdicts (Elo scale). Rank (UB) "
+                    "from the people + {judge} ranges; below {min_units} pairs voted on, no ranges or ranks.")
+
+
 def _ratings_caption(ratings) -> str:
     """The ratings table's caption: it explains the style-controlled column only when the table has it."""
     return RATINGS_CAPTION + (STYLE_CAPTION if "style-controlled" in ratings.columns else "")
@@ -450,7 +455,8 @@ def _ratings_caption(ratings) -> str:
 
 def leaderboard_page(arena: Arena) -> gr.Blocks:
     from arena.categories import LONG_PROMPT_CHARS, MIN_LANGUAGE_VOTES, views
-    from arena.leaderboard import compute
+    from analysis.ratings.table import MIN_UNITS
+    from arena.leaderboard import campaign, compute
 
     with gr.Blocks(title="Pairwise Arena: leaderboard", analytics_enabled=False) as page:
         gr.Markdown("# Leaderboard")
@@ -464,6 +470,12 @@ def leaderboard_page(arena: Arena) -> gr.Blocks:
             refresh = gr.Button("Refresh", elem_id="refresh", size="sm", scale=1)
         summary = gr.Markdown(elem_id="leaderboard-summary")
         ratings = gr.Dataframe(label=RATINGS_CAPTION, elem_id="ratings", interactive=False, wrap=True)
+        campaign_outputs = []
+        if arena.verdicts is not None:  # a labelling campaign with its judge's verdicts
+            campaign_outputs = [gr.Markdown(elem_id="campaign-summary"),
+                                gr.Dataframe(label=CAMPAIGN_CAPTION.format(judge=arena.verdicts.judge,
+                                                                             min_units=MIN_UNITS),
+                                             elem_id="campaign-ratings", interactive=False, wrap=True)]
         models = gr.Dataframe(label="Votes per model", elem_id="model-counts", interactive=False)
         with gr.Row():
             win_rates = gr.Dataframe(label="How often the row model beat the column model (a tie counts ½)", elem_id="win-rates",
@@ -474,11 +486,15 @@ def leaderboard_page(arena: Arena) -> gr.Blocks:
             board = compute(arena.store, bootstrap=arena.config.bootstrap, category=view or "all",
                             anomaly_alpha=arena.config.anomaly_alpha)
             choices = [(label, key) for key, label in views(arena.store.records(ratable=True)).items()]
-            return (gr.update(choices=choices), board.summary,
-                    gr.update(value=board.ratings, label=_ratings_caption(board.ratings)), board.models,
-                    _heatmap(board.win_rates), board.counts)
+            shown = (gr.update(choices=choices), board.summary,
+                     gr.update(value=board.ratings, label=_ratings_caption(board.ratings)), board.models,
+                     _heatmap(board.win_rates), board.counts)
+            if not campaign_outputs:
+                return shown
+            labelled = campaign(arena.store, arena.verdicts, arena.strategy, len(arena.inclusion))
+            return (*shown, labelled.summary, labelled.ratings)
 
-        outputs = [category, summary, ratings, models, win_rates, counts]
+        outputs = [category, summary, ratings, models, win_rates, counts, *campaign_outputs]
         for trigger in (refresh.click, category.input):
             trigger(on_refresh, category, outputs, concurrency_limit=1)
         page.load(on_refresh, category, outputs, concurrency_limit=1)

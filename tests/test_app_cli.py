@@ -60,6 +60,19 @@ def test_bad_config_contents_are_one_line(tmp_path, body, expected):
     assert expected in one_error_line(out)
 
 
+def test_campaign_verdicts_that_miss_a_pick_are_one_line(tmp_path):
+    from test_arena_campaign import write_campaign
+
+    picks, verdicts, chosen = write_campaign(tmp_path)
+    lines = verdicts.read_text().splitlines(keepends=True)
+    verdicts.write_text("".join(line for line in lines if next(iter(chosen)) not in line))
+    pairs = ROOT / "data" / "prompts_pairs.jsonl"
+    (tmp_path / "arena.toml").write_text(f'[arena]\nmodels = []\npairs = "{pairs}"\npicks = "{picks}"\n'
+                                         f'verdicts = "{verdicts}"\n')
+    out = run_app("--config", str(tmp_path / "arena.toml"), "--db", str(tmp_path / "v.db"))
+    assert "gave no verdict on 1 of the 16 picks" in one_error_line(out)
+
+
 def test_the_app_says_which_address_to_open_once_it_listens(tmp_path):
     from app_process import AppProcess
 

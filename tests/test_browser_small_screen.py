@@ -2,16 +2,20 @@
 
 The app serves the shipped prompt set's pairs to logged-in voters (a trusted proxy names
 them) and counts their votes, so the leaderboard has real ratings with real model names
-without loading any model.
+without loading any model. It runs a labelling campaign (the planner's picks and a judge's
+verdicts on the pairs), so the leaderboard also sets people + judge ratings beside people's alone.
 """
 
+from contextlib import closing
 import shutil
+import sqlite3
 
 from app_process import ROOT, AppProcess
 import httpx
 from playwright.sync_api import sync_playwright
 import pytest
 
+from test_arena_campaign import JUDGE, write_campaign
 from test_browser_arena import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow
@@ -24,14 +28,24 @@ def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("small-screen")
     pairs = shutil.copy(ROOT / "data" / "prompts_pairs.jsonl", tmp / "pairs.jsonl")  # a panel's own pairs
     config = tmp / "arena.toml"
+    picks, verdicts, _ = write_campaign(tmp)
     config.write_text(f'[arena]\nmodels = []\npairs = "{pairs}"\nprompt_set_rated = true\nvoter_header = "X-User"\n'
+                      f'picks = "{picks}"\nverdicts = "{verdicts}"\n'
                       '[arena.rate_limit]\ntrusted_proxies = ["127.0.0.1"]\n')
     with AppProcess(config, f"sqlite:///{tmp / 'votes.db'}", tmp / "app.log") as server:
-        for i in range(12):  # logged-in voters' counted votes: the leaderboard has ratings
-            with httpx.Client(base_url=server.url, headers={"X-User": f"u{i}"}, timeout=30) as client:
+        # Logged-in voters' counted votes on the picks, until they cover 12 pairs (one a prompt),
+        # so the leaderboard has ratings with ranges; most prefer the longer answer, as the judge.
+        prompts: set[str] = set()
+        n = 0
+        while len(prompts) < 12 or n < 24:
+            with httpx.Client(base_url=server.url, headers={"X-User": f"u{n}"}, timeout=30) as client:
                 battle = client.post("/arena-api/battles").json()
+                longer = "a" if len(battle["response_a"]) >= len(battle["response_b"]) else "b"
+                choice = longer if n % 4 else {"a": "b", "b": "a"}[longer]
                 assert client.post("/arena-api/votes", json={"battle_id": battle["battle_id"],
-                                                             "choice": "a" if i % 3 else "b"}).status_code == 200
+                                                             "choice": choice}).status_code == 200
+            prompts.add(battle["prompt"])
+            n += 1
         yield server
 
 
@@ -70,4 +84,29 @@ def test_the_leaderboard_fits_a_phone_screen_and_explains_only_the_columns_it_sh
     assert ("Style-controlled" in label) == ("style-controlled" in edges), (label[:300], edges)
     # The view list says when the category views appear.
     assert "Views appear" in page.inner_text("body")
+    page.close()
+
+
+def test_the_leaderboard_sets_the_campaigns_people_plus_judge_ratings_beside_peoples_alone(app, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(app.url + "/leaderboard/")
+    page.wait_for_function("() => document.querySelector('#campaign-ratings')?.innerText.includes('gemma')",
+                           timeout=60_000)
+    headers = page.eval_on_selector_all("#campaign-ratings th", "ths => ths.map(th => th.innerText.trim())")
+    assert f"people + {JUDGE}" in headers and "people alone" in headers, headers
+    # The table's text: its caption, the headers, then each row's cells, one a line (every cell
+    # filled: the votes cover 12 pairs, so every range is shown).
+    cells = [line for line in page.inner_text("#campaign-ratings").split("\n") if line.strip()]
+    cells = cells[cells.index(headers[-1]) + 1:]
+    rows = [dict(zip(headers, cells[k:k + len(headers)])) for k in range(0, len(cells), len(headers))]
+    assert sorted(r["model"] for r in rows) == ["gemma3-270m", "smollm2-135m-instruct"], rows
+    for row in rows:  # both ratings, each with its range
+        for rating, lower, upper in ((f"people + {JUDGE}", "lower", "upper"),
+                                     ("people alone", "alone lower", "alone upper")):
+            assert float(row[lower]) < float(row[rating]) < float(row[upper]), row
+    summary = page.inner_text("#campaign-summary")
+    with closing(sqlite3.connect(app.db.removeprefix("sqlite:///"))) as db:
+        stored = db.execute("SELECT count(*) FROM votes").fetchone()[0]
+    assert f"{stored} votes" in summary and "active" in summary and "1/probability" in summary
+    assert "Error" not in page.inner_text("body")
     page.close()

@@ -625,6 +625,19 @@ class PPIRatings:
     warnings: tuple[str, ...] = ()  # people's pairs unlike the judged ones (:func:`sample_warnings`)
     n_human_left_out: int = 0  # people's votes on pairs the judge gave no verdict on
     design: PicksDesign | None = None  # None: people's pairs taken as a uniform sample
+    level: float = 0.95
+
+    def people_alone(self) -> RatingTable:
+        """People's votes alone, on the same pairs with the same weights: the fit at ``lambda = 0``
+        that the judge's verdicts are compared with (its Wald intervals from the same sandwich;
+        ``n`` as :attr:`table`'s)."""
+        n = self.table.table.set_index("model")["n"].reindex(self.fit.models.astype(str)).to_numpy()
+        interval = (f"sandwich Wald {self.level:.0%} of people's votes alone (lambda=0) on {self.fit.n_human_pairs} "
+                    "pairs" + ("" if self.design is None else f", {self.design.name} weighted by inverse inclusion "
+                               "probability"))
+        table, _ = elo_table(self.fit, self.fit.classical_theta, self.fit.classical_covariance, n, self.level, "bt",
+                             interval)
+        return table
 
     def summary(self) -> dict:
         out = {
@@ -765,7 +778,7 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
     # A planner's picks are not a uniform sample on purpose (their weights correct for it).
     warnings = sample_warnings(human, verdicts) if picks is None else ()
     return PPIRatings(table=table, fit=fit, judge=judge, rank_sets=sets, n_battles=len(human) + len(verdicts),
-                      n_human_left_out=n_left_out, design=design, warnings=warnings)
+                      n_human_left_out=n_left_out, design=design, warnings=warnings, level=level)
 
 
 def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 0.001) -> tuple[str, ...]:
