@@ -38,7 +38,7 @@ from pathlib import Path
 from pairlab.records import RecordError, read_pairs, read_records, write_records
 from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
-from judges.runner import MODES, JudgeConfig, judge_pairs
+from judges.runner import MODES, JudgeConfig, judge_pairs, rater_id
 from judges.store import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
 
@@ -65,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=MODES, default="logprob",
                         help="logprob: one forward pass per order, prob_a from the verdict tokens' "
                         "probabilities (cannot fail to parse); generate: decode a judgment and parse its "
-                        "last verdict (default: %(default)s)")
+                        "last verdict; likelihood: score each answer alone by its mean log-probability "
+                        "after the question (GPTScore), no template, no display position, rated as "
+                        "JUDGE:likelihood (transformers judges; default: %(default)s)")
     parser.add_argument("--no-swap", action="store_true",
                         help="judge one order per pair, picked at random (seeded) instead of both")
     parser.add_argument("--backend", choices=BACKENDS, help="override the backend the judge's name implies")
@@ -226,6 +228,9 @@ def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
                             ("--chat-template", args.chat_template)):
             if given:
                 parser.error(f"{flag} is for server judges (openai:URL#NAME); {args.judge!r} runs on {backend}")
+    if args.mode == "likelihood" and backend != "transformers":
+        parser.error(f"--mode likelihood scores answers with a local transformers judge; {args.judge!r} runs on "
+                     f"{backend}")
     batch_size = args.batch_size or DEFAULT_BATCH.get(backend, 8)
     if args.batch_size is None and backend == "transformers" and args.mode == "generate" and not _gpu():
         # On CPU a batch of long generations barely beats one at a time, and the bar would stand
@@ -327,6 +332,7 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
         "status": "running",
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "judge": {**model.info(), "family": family},
+        "rater": rater_id(args.judge, config.mode),  # the judge name its records carry
         "backend": backend,
         "template": config.template.describe(),
         "settings": config.describe(),
@@ -341,7 +347,7 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     counts = None
     status = "interrupted"
     try:
-        counts = judge_pairs(model, pairs, config, files, judge_id=args.judge, judge_family=family, warn=_log,
+        counts = judge_pairs(model, pairs, config, files, judge_id=rater_id(args.judge, config.mode), judge_family=family, warn=_log,
                              progress=not args.quiet, concurrency=in_flight)
         status = "complete"
     except BackendError as exc:
@@ -379,7 +385,7 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
          + (f", {counts.forced} verdict(s) read at the verdict slot (the judge wrote none; "
             "meta.verdict_source = forced-slot)" if counts.forced else "")
          + f"; {body['throughput']['verdicts_per_s']} verdicts/s; manifest {manifest}")
-    if config.swap:
+    if config.swap and config.mode != "likelihood":  # likelihood verdicts are the same in both orders
         _write_order_averaged(args, config, pairs)
     finished = counts.records + counts.failures
     if finished and counts.failures * 2 > finished:
@@ -436,7 +442,7 @@ def _reproduce(args) -> int:
     try:
         pairs, inputs = _load_pairs(run)
         run_records = [r for r in read_records(_beside(where, manifest["outputs"]["records"]))
-                       if r.judge == run.judge and r.meta.get("template_sha256") == config.template.sha256
+                       if r.judge == rater_id(run.judge, config.mode) and r.meta.get("template_sha256") == config.template.sha256
                        and r.meta.get("mode") == config.mode]
     except (RecordError, OSError, KeyError) as exc:
         return _error(f"--reproduce {where}: {exc}")
@@ -453,7 +459,8 @@ def _reproduce(args) -> int:
         with RunFiles(Path(tmp) / "rerun.jsonl", log=_log) as files:
             for chunk in chosen:
                 judge_pairs(model, list({t.pair.pair_id: t.pair for t in chunk}.values()), config, files,
-                            judge_id=run.judge, judge_family=family_of(run.judge), progress=False,
+                            judge_id=rater_id(run.judge, config.mode), judge_family=family_of(run.judge),
+                            progress=False,
                             concurrency=concurrency)
         rerun = read_records(files.out) if files.out.exists() else []
     model.close()

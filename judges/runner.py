@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from pairlab.backends.base import BackendError, GenerationParams, Model
-from pairlab.records import Pair, Record
+from pairlab.records import LIKELIHOOD, Pair, Record
 from judges.slot import FORCED, FREE, can_force, force_verdicts
 from judges.inflight import completed
 from judges.reasoning import split_reasoning, strip_reasoning
@@ -47,9 +48,9 @@ from judges.verdicts import (
     winner_from_scores,
 )
 
-__all__ = ["Counts", "JudgeConfig", "Task", "judge_pairs", "logprob_context", "plan_chunks"]
+__all__ = ["Counts", "JudgeConfig", "Task", "judge_pairs", "logprob_context", "plan_chunks", "rater_id"]
 
-MODES = ("logprob", "generate")
+MODES = ("logprob", "generate", "likelihood")
 SLOW_S = 600.0  # a job that will take longer than this at the first judgments' pace is said to be slow
 ORDERS = ("ab", "ba")  # "ab": as the PAIRS row lists them; "ba": swapped
 
@@ -110,6 +111,11 @@ class JudgeConfig:
             out["verdict_slot"] = ("forced after the judge's text when it wrote no verdict "
                                    "(meta.verdict_source = forced-slot)"
                                    if self.force_verdict and can_force(self.template) else "off")
+        elif self.mode == "likelihood":
+            out["scoring"] = ("each answer alone, after the question in the judge's own chat format: its mean "
+                              "log-probability per token (GPTScore, Fu et al. 2023); prob_a is the logistic of "
+                              "the two means' difference, an order, not a calibrated probability; the template "
+                              "is not used and both orders get the same verdict")
         else:
             prefix, tokens = self.template.scoring_split()
             out["scoring"] = {"prefix": prefix, "verdict_tokens": tokens}
@@ -148,6 +154,19 @@ class Task:
     @property
     def prompt_keys(self) -> list[str]:
         return [json.dumps(m, sort_keys=True) for m in self.prompts]
+
+
+def rater_id(judge: str, mode: str) -> str:
+    """The judge name a run's records carry: likelihood mode is another way of judging (it
+    never shows the judge the pair), so its verdicts are rated apart from the judge's own."""
+    return judge + LIKELIHOOD if mode == "likelihood" else judge
+
+
+def _answer_chats(prompt: str, shown: dict) -> list[list[dict]]:
+    """Likelihood mode's judge prompts: each shown answer after the question, one chat each
+    (the same two in both orders, so both orders share one scoring)."""
+    return [[{"role": "user", "content": prompt}, {"role": "assistant", "content": shown[side]}]
+            for side in ("response_a", "response_b")]
 
 
 def _shown(p: Pair, order: str) -> dict:
@@ -201,7 +220,8 @@ def plan_chunks(pairs: Sequence[Pair], config: JudgeConfig) -> list[list[Task]]:
         tasks = []
         for order in _orders(pair, config):
             shown = _shown(pair, order)
-            prompts = config.template.messages(pair.prompt, shown["response_a"], shown["response_b"], pair.reference)
+            prompts = (_answer_chats(pair.prompt, shown) if config.mode == "likelihood" else
+                       config.template.messages(pair.prompt, shown["response_a"], shown["response_b"], pair.reference))
             tasks.append(Task(pair, order, prompts=tuple(prompts)))
         new = {k for t in tasks for k in t.prompt_keys}
         if current and len(keys | new) > config.batch_size:
@@ -253,6 +273,7 @@ class _Outcome:
     attempts: int = 0
     logprobs: list[float] | None = None
     forced: dict | None = None  # the verdict slot's reading, when the verdict was forced
+    likelihood: tuple[float, int] | None = None  # likelihood mode: (summed log-probability, tokens)
     reasoning: bool = False  # a reasoning trace was set aside before the verdict was read
 
 
@@ -272,6 +293,8 @@ class _Judge:
                 unique.setdefault(key, (messages, _quoted(task.pair, messages)))
         if self.config.mode == "logprob":
             return self._score(unique)
+        if self.config.mode == "likelihood":
+            return self._likelihood(unique)
         return self._generate(unique, chunk_id=f"{chunk[0].pair.pair_id}:{chunk[0].order}")
 
     def _score(self, unique: dict) -> dict[str, _Outcome]:
@@ -279,6 +302,18 @@ class _Judge:
         contexts = [logprob_context(self.model, self.template, messages) for messages, _ in unique.values()]
         scores = self.model.score(contexts, tokens)
         return {key: _Outcome(logprobs=row) for key, row in zip(unique, scores)}
+
+    def _likelihood(self, unique: dict) -> dict[str, _Outcome]:
+        items = []
+        for messages, _ in unique.values():
+            context = self.model.render(messages[:1])
+            answer = messages[1]["content"]
+            # A plain format ends "Answer:"; the answer follows after a space, as the model writes it.
+            if context and not context[-1].isspace() and answer and not answer[0].isspace():
+                answer = " " + answer
+            items.append((context, answer))
+        scored = self.model.answer_logprobs(items)
+        return {key: _Outcome(likelihood=pair) for key, pair in zip(unique, scored)}
 
     def _generate(self, unique: dict, chunk_id: str) -> dict[str, _Outcome]:
         outcomes = {key: _Outcome() for key in unique}
@@ -341,6 +376,8 @@ class _Judge:
             _, tokens = self.template.scoring_split()
             context = logprob_context(self.model, self.template, messages)
             return _Outcome(logprobs=self.model.score([context], tokens)[0])
+        if self.config.mode == "likelihood":
+            return self._likelihood({key: (messages, quoted)})[key]
         outcome = _Outcome()
         prompt_id = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
         for attempt in range(self.config.retries + 1):
@@ -369,6 +406,8 @@ class _Judge:
         fields = dict(pair_id=p.pair_id, prompt=p.prompt, **task.shown, judge=self.judge_id,
                       judge_family=self.judge_family, prompt_id=p.prompt_id, category=p.category,
                       reference=p.reference, template=self.template.name)
+        if self.config.mode == "likelihood":
+            return self._likelihood_record(fields, parts, meta)
         absolute = self.template.kind == ABSOLUTE
         if self.config.mode == "logprob":
             if absolute:
@@ -403,6 +442,19 @@ class _Judge:
             winner = winner_from_label(self.template, parts[0].label)
             strength = strength_from_label(self.template, parts[0].label)
         return Record(**fields, winner=winner, raw_output=raw, meta=meta, strength=strength)
+
+
+    def _likelihood_record(self, fields: dict, parts: list[_Outcome], meta: dict) -> Record:
+        fields["template"] = None
+        (sum_a, n_a), (sum_b, n_b) = parts[0].likelihood, parts[1].likelihood
+        if not n_a or not n_b:
+            empty = " and ".join(side for side, n in (("response_a", n_a), ("response_b", n_b)) if not n)
+            return Record(**fields, winner=None, meta=meta,
+                          parse_error=f"{empty} has no tokens: an empty answer has no likelihood to compare")
+        mean_a, mean_b = sum_a / n_a, sum_b / n_b
+        meta["likelihood"] = {"mean_logprob": [round(mean_a, 6), round(mean_b, 6)], "tokens": [n_a, n_b]}
+        prob = round(1.0 / (1.0 + math.exp(max(-50.0, min(50.0, mean_b - mean_a)))), 6)
+        return Record(**fields, winner=winner_from_prob(prob, self.config.tie_band), prob_a=prob, meta=meta)
 
 
 def _labelled(labels: Sequence[str], logprobs: Sequence[float]) -> dict[str, float]:

@@ -28,9 +28,21 @@ WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 HUMAN = "human"
 # A judge's order-averaged verdicts (judges.run's OUT.pairs.jsonl) are rated as this judge id plus the suffix.
 ORDER_AVERAGED = ":order-averaged"
+# A judge's likelihood-mode verdicts (each answer scored alone) are another rater: the judge id plus this.
+LIKELIHOOD = ":likelihood"
+# Both are the same judge read another way (one voice in a panel) and no display order sways them.
+JUDGE_VARIANTS = (ORDER_AVERAGED, LIKELIHOOD)
+
+
+def saw_display_order(judge: str) -> bool:
+    """False for verdicts no display order could sway: a judge's order-averaged verdicts and
+    its likelihood-mode scores (which-shown-first numbers for them describe the input's listing)."""
+    return not str(judge).endswith(JUDGE_VARIANTS)
 
 __all__ = [
     "HUMAN",
+    "JUDGE_VARIANTS",
+    "LIKELIHOOD",
     "ORDER_AVERAGED",
     "Pair",
     "Record",
@@ -38,6 +50,7 @@ __all__ = [
     "WINNERS",
     "append_jsonl",
     "is_human",
+    "saw_display_order",
     "iter_jsonl",
     "make_pair_id",
     "read_pairs",

@@ -97,3 +97,25 @@ def test_the_position_figure_has_no_empty_row_for_the_panel():
     assert "panel" in [r.rater for r in report.raters]
     rows = [t.get_text() for t in position_figure(report).axes[0].get_yticklabels()]
     assert rows == ["j1", "j2"]
+
+
+@pytest.mark.parametrize("suffix", [":order-averaged", ":likelihood"])
+def test_verdicts_no_display_order_swayed_get_no_position_claim(suffix):
+    # Generated pairs list the models in --models order, so the listed first model is always the
+    # same one; a judge that prefers it is no position-biased judge when no order could sway it.
+    records = []
+    for k in range(40):
+        pair = Pair(pair_id=make_pair_id(f"q{k}", f"good {k}", f"bad {k}"), prompt=f"q{k}", model_a="strong",
+                    model_b=f"weak{k % 3}", response_a=f"good {k}", response_b=f"bad {k}")
+        prob = 0.8 if k % 10 else 0.3
+        records.append(Record(pair_id=pair.pair_id, prompt=pair.prompt, model_a=pair.model_a, model_b=pair.model_b,
+                              response_a=pair.response_a, response_b=pair.response_b, judge="j" + suffix,
+                              winner="model_a" if prob > 0.5 else "model_b", prob_a=prob,
+                              meta={"order": "ab", "mode": "logprob", "template_sha256": "t"}))
+    report = build_report(records, n_boot=50, rating_bootstrap=20)
+    rater = next(r for r in report.raters if r.rater == "j" + suffix)
+    assert rater.position.first_rate is None and not rater.position.display_order
+    block = next(b for b in summary_blocks(report) if b.judge == "j" + suffix)
+    text = " ".join(block.lines)
+    assert "first-shown" not in text and "Position consistency: no pair was judged in both orders" not in text
+    assert "Position: none to measure" in text

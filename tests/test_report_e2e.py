@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pairlab.records import ORDER_AVERAGED
+from pairlab.records import LIKELIHOOD, ORDER_AVERAGED
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGES = ("smollm2-135m-instruct", "gemma3-270m")
@@ -42,6 +42,9 @@ def test_embedded_models_end_to_end(tmp_path, shared_data):
     for judge in JUDGES:
         out = tmp_path / f"judge-{judge}.jsonl"
         python("judges.run", "--pairs", str(pairs), "--judge", judge, "--out", str(out), "--quiet")
+    scored = JUDGES[1] + LIKELIHOOD  # README's quick start: one judge also scores each answer alone
+    python("judges.run", "--pairs", str(pairs), "--judge", JUDGES[1], "--mode", "likelihood",
+           "--out", str(tmp_path / "scored.jsonl"), "--quiet")
     # The whole folder: the pairs file and the manifests are recognised and left out.
     report_dir = tmp_path / "report"
     proc = python("analysis.report", "--votes", str(tmp_path), "--out", str(report_dir), "--quiet", "--rating-bootstrap", "20")
@@ -51,8 +54,14 @@ def test_embedded_models_end_to_end(tmp_path, shared_data):
     # No humans in this run; the panel pools both judges; each judge's order-averaged verdicts
     # (OUT.pairs.jsonl) are rated beside it and left out of the panel.
     averaged = {judge + ORDER_AVERAGED for judge in JUDGES}
-    assert set(data["judges"]) == set(JUDGES) | averaged | {"panel"}
-    assert data["judges"]["panel"]["panel_members"] == sorted(JUDGES)
+    assert set(data["judges"]) == set(JUDGES) | averaged | {scored, "panel"}
+    assert data["judges"]["panel"]["panel_members"] == sorted(JUDGES)  # a judge's variants are that judge again
+    for variant in (*averaged, scored):  # no display order swayed them: no position numbers
+        assert data["judges"][variant]["position"]["first_rate"] is None, variant
+    assert data["judges"][scored]["n_records"] == 2 * N_QUESTIONS
+    timing = json.loads((tmp_path / "scored.manifest.json").read_text())  # its own run's time, not the judge's
+    assert data["judges"][scored]["annotator"]["seconds_per_1000"] == pytest.approx(
+        1000 * timing["wall_time_s"] / timing["counts"]["records_written"])
     assert data["judges"]["panel"]["agreement"]["vs"] is None  # no reference outside the panel
     for judge in JUDGES:
         other = next(j for j in JUDGES if j != judge)

@@ -109,6 +109,7 @@ class PositionBias:
     consistency_ci: tuple[float, float] | None
     preference_fairness: float | None
     order: OrderCheck | None = None
+    display_order: bool = True  # False: the verdicts never saw one (no position numbers to read)
 
 
 def _model_codes(rows: pd.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray], pd.Index]:
@@ -228,6 +229,15 @@ def _per_voter_pair(rows: pd.DataFrame, by_models: bool = False, model_codes=Non
         "flip_min": g.flip_min, "flip_max": g.flip_max, "canon_min": g.canon_min, "canon_max": g.canon_max,
         "n": g.n, "decisive": g.decisive, "first": g.first, "swapped": g.swapped, "consistent": g.consistent,
     }, index=index)
+
+
+def no_display_order(n_records: int) -> PositionBias:
+    """A rater whose verdicts never saw a display order (a panel, order-averaged verdicts,
+    answers scored alone): its listing order says nothing about position bias."""
+    return PositionBias(n_records=n_records, n_decisive=0, first_wins=0, first_rate=None, first_rate_ci=None,
+                        n_swapped_pairs=0, n_consistent=0, n_first_biased=0, n_second_biased=0,
+                        n_other_inconsistent=0, consistency=None, consistency_ci=None, preference_fairness=None,
+                        display_order=False)
 
 
 def position_bias(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> PositionBias:

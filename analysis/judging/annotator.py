@@ -105,7 +105,8 @@ def read_run_timings(paths: Iterable[str | os.PathLike]) -> tuple[dict[str, RunT
             except (OSError, json.JSONDecodeError) as exc:
                 notes.append(f"{manifest}: manifest not read, no timing from it ({exc})")
                 continue
-            judge = (body.get("judge") or {}).get("id") if isinstance(body, dict) else None
+            # The name the run's records carry ("rater": a likelihood run's is JUDGE:likelihood).
+            judge = (body.get("rater") or (body.get("judge") or {}).get("id")) if isinstance(body, dict) else None
             if not isinstance(judge, str):
                 continue
             seconds, judgments = 0.0, 0

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from pairlab import record_table
-from pairlab.records import ORDER_AVERAGED, Record
+from pairlab.records import JUDGE_VARIANTS, Record
 
 __all__ = ["PANEL", "PanelSummary", "panel_records", "panel_summary", "panel_table"]
 
@@ -52,8 +52,8 @@ def panel_table(table: pd.DataFrame, person: np.ndarray, name: str = PANEL) -> p
     """
     # Only the columns the votes need are filtered (the text columns are the table's bulk);
     # the panel's rows are taken from the table once, at the end.
-    # A judge's order-averaged variant is that judge again: one voice each.
-    variant = table["judge"].astype(str).str.endswith(ORDER_AVERAGED).to_numpy()
+    # A judge's order-averaged or likelihood variant is that judge again: one voice each.
+    variant = table["judge"].astype(str).str.endswith(JUDGE_VARIANTS).to_numpy()
     at = np.flatnonzero(~np.asarray(person, dtype=bool) & ~variant)
     llm = table[["judge", "pair_id", "winner", "prob_a", "response_a", "response_b"]].iloc[at]
     judges, judge_names = pd.factorize(llm["judge"])

@@ -16,7 +16,7 @@ from analysis.judging.meta_metrics import (
     RANKING_MODELS, LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals, reference_ceiling,
 )
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
-from analysis.bias.position import PositionBias, debiased_rows, position_bias
+from analysis.bias.position import PositionBias, debiased_rows, no_display_order, position_bias
 from analysis.judging.panel import PANEL, PanelSummary, panel_summary, panel_table
 from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
@@ -28,7 +28,7 @@ from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
 from pairlab import record_table
 from pairlab.models import family_of
-from pairlab.records import Record
+from pairlab.records import Record, saw_display_order
 
 __all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "judge_worth_alone", "rating_frames"]
 
@@ -305,7 +305,8 @@ def _build_report(
             n_records=len(rows),
             n_parse_errors=parse_errors.get(name, 0),
             n_suspect=int(rows["suspect"].sum()),
-            position=position_bias(rows, n_boot=n_boot, seed=seed),
+            position=(position_bias(rows, n_boot=n_boot, seed=seed) if name != PANEL and saw_display_order(name)
+                      else no_display_order(len(rows))),
             length=length_bias(rows, sd, n_boot=n_boot, seed=seed),
             length_curve=tuple(length_curve(rows, n_boot=n_boot, seed=seed)),
             self_family=self_fam,

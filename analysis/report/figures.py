@@ -67,9 +67,9 @@ def _legend_below(ax, centre: float, ncol: int) -> None:
 def position_figure(report: BiasReport):
     """First-shown win rate, and beside it what happens when the order is swapped (only
     when some rater saw a pair in both orders: an all-empty panel says nothing)."""
-    # The panel's verdict never saw a display order: it gets no row (its position is its members').
+    # Verdicts that never saw a display order (a panel's, order-averaged, likelihood) get no row.
     colour = {r.rater: _color(i) for i, r in enumerate(report.raters)}  # as in the other figures
-    raters = [r for r in report.raters if not r.panel_members]
+    raters = [r for r in report.raters if r.position.display_order]
     names = [r.rater for r in raters]
     swapped = swapped_seen(report)
     n_panels = 2 if swapped else 1

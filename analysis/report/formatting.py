@@ -45,3 +45,9 @@ def duration(seconds) -> str:
     if seconds < 2 * 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def no_order_note(rater) -> str:
+    """Why a rater has no position numbers (its ``position.display_order`` is False)."""
+    return ("the panel's verdict never saw a display order" if rater.panel_members
+            else "these verdicts never saw a display order")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from analysis.report.estimates import BiasReport, Ratings
 from analysis.report.figures import figures, swapped_seen
-from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
+from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, no_order_note
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
@@ -91,10 +91,10 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
             }
         )
     for row, r in zip(rows, report.raters):
-        if r.panel_members:  # the panel's verdict never saw a display order: no position numbers
+        if not r.position.display_order:  # a panel's, order-averaged or likelihood verdicts: no position numbers
             row.update({"first_rate": "-", "first_rate_ci": "(no display order)", "consistency": "-", "consistency_ci": "",
                         "n_swapped": "-", "primacy": "-", "recency": "-", "other": "-", "pf": "-", "first_ctrl": "-",
-                        "first_ctrl_ci": "", "first_ctrl_note": "the panel's verdict never saw a display order",
+                        "first_ctrl_ci": "", "first_ctrl_note": no_order_note(r),
                         "order_warning": None})
     references = sorted({r.self_family.reference for r in report.raters if r.self_family and r.self_family.reference})
     return {

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.estimates import BiasReport
-from analysis.report.formatting import num as _num
+from analysis.report.formatting import no_order_note, num as _num
 from analysis.report.judge_sections import controlled_json, judging_json
 from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
 from analysis.report.worth_section import worth_json
@@ -106,9 +106,9 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
             **judging_json(r),
             "ppi": worth.get(r.rater),
         }
-        if r.panel_members:  # its verdict never saw a display order
+        if not r.position.display_order:  # a panel's, order-averaged or likelihood verdicts
             judges[r.rater]["position"] = {"first_rate": None, "first_rate_ci": None, "consistency": None,
-                                           "n_swapped_pairs": 0, "note": "the panel's verdict never saw a display order"}
+                                           "n_swapped_pairs": 0, "note": no_order_note(r)}
     return {
         "summary": summary_json(summary_blocks(report) if summary is None else summary),
         "judges": judges,

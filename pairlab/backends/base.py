@@ -3,7 +3,8 @@
 Every backend (transformers, an OpenAI-compatible server, vLLM) answers the same four
 calls: ``render`` a chat into the model's prompt text, ``generate`` completions for a
 batch, ``stream`` one completion token by token, and ``score`` the log-probability of
-given candidate continuations after a prompt (the judges' logprob mode).
+given candidate continuations after a prompt (the judges' logprob mode). Local engines
+also score a whole answer after its question (``answer_logprobs``, likelihood mode).
 """
 
 from __future__ import annotations
@@ -80,6 +81,12 @@ class Model(ABC):
         Contexts are rendered text (see :meth:`render`), so a caller can append an
         assistant prefix such as ``"[RESULT]"`` before scoring the verdict tokens.
         """
+
+    def answer_logprobs(self, items: Sequence[tuple[str, str]]) -> list[tuple[float, int]]:
+        """``(log p(answer | context) summed over its tokens, its number of tokens)`` for each
+        ``(context, answer)``: the judges' likelihood mode, which scores each answer alone."""
+        raise BackendError(f"the {self.backend} backend cannot score an answer's likelihood; --mode likelihood "
+                           "needs a transformers judge (a configured id, hf:DIR or gguf:FILE)")
 
     def info(self) -> dict:
         """What a run manifest needs to name this model exactly."""

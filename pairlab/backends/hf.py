@@ -225,17 +225,8 @@ class TransformersModel(Model):
         """
         add_special = self._encode_flags(contexts)
         ctx_ids = [self.tokenizer(c, add_special_tokens=add_special).input_ids for c in contexts]
-        cand_ids = []
-        for c, ids in zip(contexts, ctx_ids):
-            row = []
-            for cand in candidates:
-                full = self.tokenizer(c + cand, add_special_tokens=add_special).input_ids
-                # Tokenization can merge across the boundary; fall back to tokenizing the
-                # candidate alone, which is what the model would see after the context.
-                tail = full[len(ids):] if full[:len(ids)] == ids else \
-                    self.tokenizer(cand, add_special_tokens=False).input_ids
-                row.append(tail)
-            cand_ids.append(row)
+        cand_ids = [[self._tail(c, ids, cand, add_special) for cand in candidates]
+                    for c, ids in zip(contexts, ctx_ids)]
         out: list[list[float]] = [[0.0] * len(candidates) for _ in contexts]
         single = all(len(t) == 1 for row in cand_ids for t in row)
         if single:
@@ -259,6 +250,34 @@ class TransformersModel(Model):
                 for r, (i, j, _, cand) in enumerate(chunk):
                     out[i][j] = float(token_lp[r, -len(cand):].sum())
         return out
+
+    def answer_logprobs(self, items: Sequence[tuple[str, str]],
+                        batch_size: int | None = None) -> list[tuple[float, int]]:
+        """(summed log-probability, token count) of each answer after its context."""
+        add_special = self._encode_flags([context for context, _ in items])
+        rows = []
+        for context, answer in items:
+            ids = self.tokenizer(context, add_special_tokens=add_special).input_ids
+            rows.append((ids, self._tail(context, ids, answer, add_special)))
+        out: list[tuple[float, int]] = [(0.0, 0)] * len(items)
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1]))
+        bs = batch_size or self.batch_size
+        for start in range(0, len(order), bs):
+            chunk = order[start:start + bs]
+            token_lp = self._token_logprobs([rows[i][0] + rows[i][1] for i in chunk])
+            for r, i in enumerate(chunk):
+                n = len(rows[i][1])
+                out[i] = (float(token_lp[r, -n:].sum()) if n else 0.0, n)
+        return out
+
+    def _tail(self, context: str, context_ids: list[int], candidate: str, add_special: bool) -> list[int]:
+        """The candidate's tokens after the context. Tokenization can merge across the
+        boundary; then the candidate is tokenized alone, as the model would see it after
+        the context."""
+        full = self.tokenizer(context + candidate, add_special_tokens=add_special).input_ids
+        if full[:len(context_ids)] == context_ids:
+            return full[len(context_ids):]
+        return self.tokenizer(candidate, add_special_tokens=False).input_ids
 
     def _encode_flags(self, texts: Sequence[str]) -> bool:
         """Whether to add special tokens: not when a rendered chat template already

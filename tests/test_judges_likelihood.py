@@ -1,0 +1,93 @@
+"""Likelihood mode (GPTScore): the judge scores each answer alone after the question, so no
+display position can sway it. The embedded judges follow the display position when shown
+both answers (test_judges_order_averaged); scored alone they tell obvious pairs apart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from pairlab.records import read_pairs, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def smollm():
+    from pairlab.models import get_model
+
+    model = get_model("smollm2-135m-instruct", batch_size=4)
+    yield model
+    model.close()
+
+
+def _one_row(model, context: str, answer: str) -> tuple[float, int]:
+    """The slow twin: one unpadded forward pass, log-softmax, the answer's tokens summed."""
+    add = model._encode_flags([context])
+    ctx = model.tokenizer(context, add_special_tokens=add).input_ids
+    tail = model._tail(context, ctx, answer, add)
+    ids = torch.tensor([ctx + tail])
+    with torch.inference_mode():
+        logp = torch.log_softmax(model.model(ids).logits[0].float(), dim=-1)
+    rows = torch.arange(len(ctx) - 1, len(ctx) + len(tail) - 1)
+    return float(logp[rows, ids[0, len(ctx):]].sum()), len(tail)
+
+
+@pytest.mark.slow
+def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
+    context = smollm.render([{"role": "user", "content": "What is the capital of France?"}])
+    answers = ["Paris.", "The capital of France is Paris, a city on the Seine with many museums.", "Berlin",
+               "It is Paris. " * 6]
+    batched = smollm.answer_logprobs([(context, a) for a in answers])  # left-padded rows of different lengths
+    for (total, n), answer in zip(batched, answers):
+        twin_total, twin_n = _one_row(smollm, context, answer)
+        assert n == twin_n > 0
+        assert total == pytest.approx(twin_total, abs=2e-3 * n)
+    # The same numbers as the logprob mode's scorer gives a multi-token continuation.
+    assert [t for t, _ in batched] == pytest.approx(smollm.score([context], answers)[0], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_likelihood_mode_gives_both_orders_one_verdict_and_tells_obvious_pairs_apart(tmp_path):
+    out = tmp_path / "scored.jsonl"
+    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+                           "smollm2-135m-instruct", "--mode", "likelihood", "--out", str(out), "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    records, pairs = read_records(out), read_pairs(OBVIOUS)
+    assert len(records) == 2 * len(pairs)
+    assert {r.judge for r in records} == {"smollm2-135m-instruct:likelihood"}  # rated apart from the judge
+    assert {r.judge_family for r in records} == {"smollm"}
+    right = 0
+    for pair in pairs:
+        ab, ba = sorted((r for r in records if r.pair_id == pair.pair_id), key=lambda r: r.meta["order"])
+        assert ab.meta["likelihood"]["mean_logprob"] == ba.meta["likelihood"]["mean_logprob"][::-1]
+        assert ab.prob_a == pytest.approx(1 - ba.prob_a, abs=2e-6)  # the display order changes nothing
+        assert ab.winner_model == ba.winner_model
+        right += ab.winner_model == "right"
+    # Shown both answers this judge names the first one in both orders (right on 3 of 6 after
+    # averaging); scored alone it was right on 5 of 6 here, the miss a near-tie (prob 0.5004).
+    assert right >= 4
+    assert not (tmp_path / "scored.pairs.jsonl").exists()  # both orders are one verdict already
+    manifest = json.loads((tmp_path / "scored.manifest.json").read_text())
+    assert "GPTScore" in manifest["settings"]["scoring"]
+    # A rerun resumes: nothing judged twice.
+    again = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+                            "smollm2-135m-instruct", "--mode", "likelihood", "--out", str(out), "--quiet"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and len(read_records(out)) == len(records), again.stderr
+
+
+def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+                           "openai:http://127.0.0.1:9/v1#judge", "--mode", "likelihood",
+                           "--out", str(tmp_path / "o.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--mode likelihood" in done.stderr and "transformers" in done.stderr
+    assert not (tmp_path / "o.jsonl").exists()
