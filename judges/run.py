@@ -388,6 +388,10 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     if config.swap and config.mode != "likelihood":  # likelihood verdicts are the same in both orders
         _write_order_averaged(args, config, pairs)
     finished = counts.records + counts.failures
+    if finished and counts.failures * 2 > finished and config.mode == "likelihood":
+        return _error(f"{counts.failures} of {finished} judgments could not be scored ({counts.failures / finished:.0%}): "
+                      f"each record's parse_error in {files.failures} says why (an empty answer, or one longer than "
+                      "the judge's context window)", code=1)
     if finished and counts.failures * 2 > finished:
         return _error(
             f"{counts.failures} of {finished} judgments held no verdict ({counts.failures / finished:.0%}): this "

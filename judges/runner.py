@@ -451,6 +451,12 @@ class _Judge:
             empty = " and ".join(side for side, n in (("response_a", n_a), ("response_b", n_b)) if not n)
             return Record(**fields, winner=None, meta=meta,
                           parse_error=f"{empty} has no tokens: an empty answer has no likelihood to compare")
+        if not (math.isfinite(sum_a) and math.isfinite(sum_b)):
+            long = " and ".join(side for side, x in (("response_a", sum_a), ("response_b", sum_b))
+                                if not math.isfinite(x))
+            return Record(**fields, winner=None, meta=meta,
+                          parse_error=f"{long} ({n_a if long == 'response_a' else n_b} tokens) with the question is "
+                                      "longer than the judge's context window: not scored")
         mean_a, mean_b = sum_a / n_a, sum_b / n_b
         meta["likelihood"] = {"mean_logprob": [round(mean_a, 6), round(mean_b, 6)], "tokens": [n_a, n_b]}
         prob = round(1.0 / (1.0 + math.exp(max(-50.0, min(50.0, mean_b - mean_a)))), 6)

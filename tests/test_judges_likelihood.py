@@ -91,3 +91,21 @@ def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
     assert done.returncode == 2
     assert "--mode likelihood" in done.stderr and "transformers" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_path, smollm):
+    from judges.runner import JudgeConfig, judge_pairs
+    from judges.store import RunFiles
+    from judges.templates import get_template
+    from pairlab.records import Pair
+
+    window = smollm.model.config.max_position_embeddings
+    long = Pair(pair_id="long", prompt="Say something.", model_a="x", model_b="y",
+                response_a="word " * (window + 10), response_b="A short answer.")
+    with RunFiles(tmp_path / "o.jsonl") as files:
+        counts = judge_pairs(smollm, [long], JudgeConfig(get_template("prometheus-relative"), mode="likelihood"),
+                             files, progress=False)
+    assert counts.parse_failures == 2 and counts.records_written == 0
+    failure = json.loads((tmp_path / "o.failures.jsonl").read_text().splitlines()[0])
+    assert "context window" in failure["parse_error"]

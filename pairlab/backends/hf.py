@@ -253,14 +253,19 @@ class TransformersModel(Model):
 
     def answer_logprobs(self, items: Sequence[tuple[str, str]],
                         batch_size: int | None = None) -> list[tuple[float, int]]:
-        """(summed log-probability, token count) of each answer after its context."""
+        """(summed log-probability, token count) of each answer after its context; NaN for one
+        longer, with its context, than the model's positions (it would be read past its window)."""
         add_special = self._encode_flags([context for context, _ in items])
         rows = []
         for context, answer in items:
             ids = self.tokenizer(context, add_special_tokens=add_special).input_ids
             rows.append((ids, self._tail(context, ids, answer, add_special)))
         out: list[tuple[float, int]] = [(0.0, 0)] * len(items)
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1]))
+        window = getattr(self.model.config, "max_position_embeddings", None) or float("inf")
+        order = sorted((i for i in range(len(rows)) if len(rows[i][0]) + len(rows[i][1]) <= window),
+                       key=lambda i: len(rows[i][0]) + len(rows[i][1]))
+        for i in set(range(len(rows))) - set(order):
+            out[i] = (float("nan"), len(rows[i][1]))
         bs = batch_size or self.batch_size
         for start in range(0, len(order), bs):
             chunk = order[start:start + bs]
