@@ -1,9 +1,9 @@
 """Replicas that start together on an empty store all serve: the schema is created and
 upgraded under a lock (arena.store._create_schema). Real PostgreSQL (a throwaway cluster)
 and real SQLite files; each replica is a VoteStore opened in its own thread, all released at
-once by a barrier, as an orchestrator starts replicas together. Stores that older arena code
-made (dumps in tests/data, made by that code) open under this one, alone and by replicas
-started together.
+once by a barrier, as an orchestrator starts replicas together, and once as real app
+processes. Stores that older arena code made (dumps in tests/data, made by that code) open
+under this one, alone and by replicas started together.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import sqlite3
 import threading
 import uuid
 
-from app_process import ROOT
+from app_process import ROOT, AppProcess
+import httpx
 import psycopg
 import pytest
 
@@ -72,6 +73,37 @@ def test_replicas_started_at_once_on_an_empty_store_all_serve(kind, tmp_path, re
     for i in range(ROUNDS):
         url = _empty_store(kind, tmp_path, i, lambda: request.getfixturevalue("pg_cluster"))
         _check_all_serve(_open_together(url))
+
+
+@pytest.mark.slow
+def test_three_app_processes_started_at_once_on_an_empty_database_all_serve(pg_cluster, tmp_path):
+    """Three ``app.py`` processes, as an orchestrator starts replicas, on a new PostgreSQL
+    database; with no models configured they serve the prompt set, so no model loads."""
+    url = pg_cluster.create_database()
+    config = tmp_path / "arena.toml"
+    config.write_text(f'[arena]\nmodels = []\npairs = "{PAIRS}"\n')
+    replicas = [AppProcess(config, url, tmp_path / f"replica{i}.log") for i in range(REPLICAS)]
+    try:
+        with ThreadPoolExecutor(REPLICAS) as pool:
+            started = [pool.submit(replica.start, 120) for replica in replicas]
+        failed = [str(f.exception()) for f in started if f.exception() is not None]
+        assert not failed, f"{len(failed)} of {REPLICAS} replicas did not start: {failed[0][-1500:]}"
+        for i, replica in enumerate(replicas):  # each serves its page and a battle the next one takes a vote on
+            with httpx.Client(base_url=replica.url, timeout=30) as client:
+                assert client.get("/").status_code == 200
+                battle = client.post("/arena-api/battles").json()
+                cookies = client.cookies
+            with httpx.Client(base_url=replicas[(i + 1) % REPLICAS].url, cookies=cookies, timeout=30) as client:
+                voted = client.post("/arena-api/votes", json={"battle_id": battle["battle_id"], "choice": "a"})
+                assert voted.status_code == 200, voted.text
+    finally:
+        for replica in replicas:
+            replica.stop()
+    store = VoteStore(url)
+    try:
+        assert store.count_votes() == REPLICAS
+    finally:
+        store.close()
 
 
 def _older_store(kind: str, commit: str, tmp_path, pg_cluster_factory) -> str:
