@@ -5,6 +5,8 @@ votes, for scripts and load tests.
   sampler answer; without a prompt, a prompt-set pair. Both answers, no model names.
 * ``POST /arena-api/battles/{id}/turns`` with ``{"prompt": ...}``: a follow-up turn.
 * ``POST /arena-api/votes`` with ``{"battle_id", "choice"}``: the vote reveals the names.
+* ``GET /arena-api/status``: how many battles this process is generating and how many
+  wait for a generation slot (what a client is refused or queued for anyway; no model names).
 
 Same rules as the UI, through the same :class:`~arena.battles.Arena` and so the same
 single write path. The session is an HttpOnly cookie the server issues and signs with
@@ -135,6 +137,12 @@ def api_router(arena: Arena) -> APIRouter:
             left.set()  # also stops the models if this request was cancelled (shutdown)
             watcher.cancel()
             arena.slots.release(slot)  # a no-op once the stream gave it back
+
+    @router.get("/status")
+    async def status() -> dict:
+        """Battles holding a generation slot and battles waiting for one, on this process."""
+        generating, waiting = arena.slots.counts()
+        return {"generating": generating, "waiting": waiting}
 
     @router.post("/votes")
     def vote(body: VoteIn, request: Request) -> dict:

@@ -293,6 +293,7 @@ class Arena:
         self.slots = Slots(config.max_concurrent_generations, config.queue_max_size,
                            config.waiting_per_address, config.waiting_per_session)
         self._closing = threading.Event()
+        self._decoding = 0
 
     def close(self) -> None:
         """Shutdown: generations stop, waiting battles are sent away (each left failed)."""
@@ -525,14 +526,20 @@ class Arena:
 
         def run(side: str, model: Model, messages: list[dict]) -> None:
             _generation_priority()
+            decoding = False
             try:
                 for piece in model.stream(messages, params):
+                    if not decoding:
+                        decoding = True
+                        self._count_decoding(1)
                     pieces.put((side, piece))
                     if cancel.is_set() or abandon.is_set():
                         break
             except Exception as exc:  # reported to the consumer, which fails the battle
                 pieces.put((side, exc))
             finally:
+                if decoding:
+                    self._count_decoding(-1)
                 pieces.put((side, None))
 
         workers = [
@@ -603,6 +610,17 @@ class Arena:
                 last_shown = visible
                 yield visible
         yield turn.response_a, turn.response_b
+
+    def _count_decoding(self, change: int) -> None:
+        with self._lock:
+            self._decoding += change
+
+    def decoding(self) -> int:
+        """Model answers under way: their first piece is out, their last not yet. Not for the
+        status route: when each of a battle's two answers starts and ends would tell a voter
+        how fast each model is, which the panes' common pace hides."""
+        with self._lock:
+            return self._decoding
 
     def _fail(self, battle: Battle) -> None:
         """Mark the battle failed, and store that, so no vote lands on an earlier turn."""

@@ -38,7 +38,7 @@ class Slot:
 
 class Slots:
     def __init__(self, slots: int, max_waiting: int, per_address: int, per_session: int):
-        self.free = slots
+        self.size = self.free = slots
         self.max_waiting, self.per_address, self.per_session = max_waiting, per_address, per_session
         self._line: deque[Slot] = deque()
         self._addresses: Counter = Counter()
@@ -46,9 +46,10 @@ class Slots:
         self._lock = threading.Lock()
         self._closed = False
 
-    def waiting(self) -> int:
+    def counts(self) -> tuple[int, int]:
+        """(battles holding a slot, battles waiting in line) right now."""
         with self._lock:
-            return len(self._line)
+            return self.size - self.free, len(self._line)
 
     def _join(self, session: str, address: str | None) -> Slot:
         slot = Slot(session, address)

@@ -90,6 +90,12 @@ class AppProcess(ChildServer):
         return [sys.executable, str(ROOT / "app.py"), "--config", str(self.config), "--db", self.db,
                 "--port", str(self.port)]
 
+    def status(self) -> dict:
+        """The app's ``/arena-api/status``: battles generating and waiting for a slot."""
+        answered = httpx.get(self.url + "/arena-api/status", timeout=10)
+        answered.raise_for_status()
+        return answered.json()
+
 
 class ModelServer(ChildServer):
     """``python -m arena.serve``: one model behind an OpenAI-compatible API, as a GPU host would serve it."""

@@ -14,6 +14,7 @@ from app_process import ROOT, AppProcess
 from arena_wire import GradioPage
 import httpx
 import pytest
+from support import wait_until
 
 from arena.leaderboard import compute
 from arena.store import VoteStore
@@ -242,7 +243,7 @@ def test_a_full_generation_line_turns_new_battles_away(tmp_path):
     try:
         with concurrent.futures.ThreadPoolExecutor(9) as pool:
             first = pool.submit(battle, "Write a long story about the sea.", 5)
-            time.sleep(1.0)
+            wait_until(lambda: app.status()["generating"] == 1, timeout=30, what="the first battle generating")
             codes = list(pool.map(lambda _: battle("Hi", 5), range(8)))
             first.result()
     finally:

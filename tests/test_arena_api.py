@@ -1,8 +1,11 @@
 """The HTTP API and the served pages, through the app's own ASGI client on a real SQLite file."""
 
+import threading
+
 from app_process import ROOT
 from fastapi.testclient import TestClient
 import pytest
+from support import wait_until
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
@@ -53,6 +56,19 @@ def test_votes_from_another_session_or_on_unknown_battles_are_refused(app):
     bad = client.post("/arena-api/votes", json={"battle_id": battle["battle_id"], "choice": "left"})
     assert bad.status_code == 400 and "Unknown choice" in bad.json()["error"]
     assert arena.store.count_votes() == 0
+
+
+def test_status_says_how_many_battles_generate_and_wait(app):
+    client, arena = app
+    assert client.get("/arena-api/status").json() == {"generating": 0, "waiting": 0}
+    held = arena.slots.acquire("one")  # as a battle generating
+    waiter = threading.Thread(target=lambda: arena.slots.release(arena.slots.acquire("two")))
+    waiter.start()
+    wait_until(lambda: arena.slots.counts() == (1, 1), timeout=10, what="the second battle in line")
+    assert client.get("/arena-api/status").json() == {"generating": 1, "waiting": 1}
+    arena.slots.release(held)
+    waiter.join(timeout=10)
+    assert client.get("/arena-api/status").json() == {"generating": 0, "waiting": 0}
 
 
 def test_rate_limit_answers_429(app):

@@ -5,6 +5,7 @@ import random
 import sqlite3
 
 import pytest
+from support import wait_until
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
@@ -41,6 +42,7 @@ def test_battle_streams_both_panes_and_records_what_was_shown(arena):
     run(arena, battle)
     turn = battle.turns[0]
     assert turn.response_a and turn.response_b and battle.state == "ready"
+    assert arena.decoding() == 0  # both answers ended
     assert 0 < turn.latency["ttft_a"] <= turn.latency["total_a"]
     assert 0 < turn.latency["ttft_b"] <= turn.latency["total_b"]
     record = arena.vote("s", battle.id, "tie")
@@ -133,6 +135,7 @@ def test_a_dropped_connection_fails_the_battle_and_no_vote_lands_on_the_earlier_
         arena.vote("s", battle.id, "a")
     assert arena.store.count_votes() == 0
     assert arena.slots.free == arena.config.max_concurrent_generations  # the dropped stream gave its slot back
+    wait_until(lambda: arena.decoding() == 0, timeout=30, what="both models to stop")
 
 
 def test_a_failed_save_leaves_the_battle_failed_not_votable_on_the_stored_turn(arena, tmp_path):

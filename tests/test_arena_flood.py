@@ -9,13 +9,14 @@ import concurrent.futures
 import json
 import signal
 import sqlite3
-import time
+import threading
 
 from app_process import ROOT, AppProcess
 from arena_wire import GradioPage
 import flood_load as flood
 import httpx
 import pytest
+from support import wait_until
 
 from arena.leaderboard import compute
 from arena.store import VoteStore
@@ -80,16 +81,32 @@ def test_every_route_into_an_event_counts_and_waiting_generations_do_not_fill_th
         # The simple API route starts events as /queue/join does: the same per-address limit (120/min).
         calls = [client.post("/gradio_api/call/on_next", json={"data": []}).status_code for _ in range(140)]
     assert calls.count(429) >= 20, calls
-    with httpx.Client(base_url=app.url, headers=VISITOR, timeout=60) as voter:
+    with httpx.Client(base_url=app.url, headers=VISITOR, timeout=60) as voter, \
+            concurrent.futures.ThreadPoolExecutor(1) as pool:
         voter.get("/")
-        writer = GradioPage(voter)
-        assert writer.join("send", ["Write a long story about the sea."]).status_code == 200
-        time.sleep(0.5)  # generating: the one slot is taken
+        writer, leave = GradioPage(voter), threading.Event()
+
+        def write() -> None:
+            """The writer's page reads its event's stream (a page that does not listen generates
+            nothing), so its battle takes the one slot; it leaves when told, which stops the models."""
+            event_id = writer.join("send", ["Write a long story about the sea."]).json()["event_id"]
+            with voter.stream("GET", "/gradio_api/queue/data", params={"session_hash": writer.session_hash}) as stream:
+                for line in stream.iter_lines():
+                    if leave.is_set() or (event_id in line and "process_completed" in line):
+                        return
+
+        written = pool.submit(write)
+        wait_until(lambda: app.status()["generating"] == 1 or written.done(), timeout=60,
+                   what="the writer's battle to take the generation slot")
+        assert not written.done(), written.result()
         # 15 cookie-less events that would wait for the models (the page queue has 16 places)
         with httpx.Client(base_url=app.url, headers={"X-Forwarded-For": "10.6.6.7"}, timeout=10) as other:
             joins = [GradioPage(other).join("send", ["Hi"]).status_code for _ in range(15)]
         reader = GradioPage(voter)
         messages = reader.click("ps-next", timeout=20)  # a cheap event: served, not queued behind the models
+        leave.set()
+        written.result()
+    wait_until(lambda: app.status()["generating"] == 0, timeout=60, what="the writer's models to stop")
     assert set(joins) <= {200, 429}, joins
     assert "Which answer" in str(reader.outputs_of("ps-next", messages))
 
@@ -98,7 +115,9 @@ def test_battles_waiting_for_the_models_hold_no_threads(app):
     cookies = sessions(app, FLOOD, 3)  # 3 sessions, 80 battles: under every rate limit
     with concurrent.futures.ThreadPoolExecutor(80) as pool:
         flooding = [pool.submit(hung_up, app, cookies[i % 3], i) for i in range(80)]
-        time.sleep(1.0)  # the battles are in: one generating, the rest waiting or refused
+        # The battles are in: one generating, the address's two waiting, the rest refused.
+        wait_until(lambda: app.status() == {"generating": 1, "waiting": 2}, timeout=30,
+                   what="one flooding battle generating and two waiting")
         visit(app)  # answered while the flood is on
         outcomes = [f.result() for f in flooding]
     # Waiting is bounded per address: one generating and two waiting; the rest are refused
@@ -185,7 +204,8 @@ def test_sigterm_stops_the_app_while_battles_generate_and_wait(app):
     cookies = sessions(app, {"X-Forwarded-For": "10.6.6.9"}, 3)
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         busy = [pool.submit(hung_up, app, cookies[i], i) for i in range(3)]
-        time.sleep(1.0)
+        wait_until(lambda: app.status() == {"generating": 1, "waiting": 2}, timeout=30,
+                   what="one battle generating and two waiting")
         app.proc.send_signal(signal.SIGTERM)
         app.proc.wait(timeout=60)  # a stop that hangs fails here
         [f.result() for f in busy]

@@ -60,7 +60,7 @@ def test_an_ipv6_client_is_its_64_and_a_mapped_ipv4_address_is_the_ipv4_one():
 
 ROUTES = [("GET", "/"), ("GET", "/leaderboard/"), ("GET", "/gradio_api/info"), ("GET", "/openapi.json"),
           ("GET", "/gradio_api/startup-events"), ("POST", "/gradio_api/stream/x"), ("GET", "/config"),
-          ("POST", "/arena-api/votes"), ("POST", "/gradio_api/queue/join")]
+          ("POST", "/arena-api/votes"), ("GET", "/arena-api/status"), ("POST", "/gradio_api/queue/join")]
 
 
 @pytest.fixture(scope="module")

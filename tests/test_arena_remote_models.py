@@ -8,11 +8,11 @@ voted on.
 """
 
 import threading
-import time
 
 from app_process import ModelServer
 from fastapi.testclient import TestClient
 import pytest
+from support import wait_until
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
@@ -77,7 +77,9 @@ def test_a_model_server_dying_mid_answer_gives_a_clear_message_and_an_unvotable_
         request = threading.Thread(target=lambda: answers.update(r=client.post(
             "/arena-api/battles", json={"prompt": "Write a long story about a lighthouse keeper."})))
         request.start()
-        time.sleep(4)  # both models are decoding by now (300 tokens take far longer)
+        wait_until(lambda: arena.decoding() == 2 or not request.is_alive(), timeout=120,
+                   what="both models decoding")
+        assert request.is_alive(), answers  # killed mid-answer, not after it
         victim.kill()
         request.join(timeout=300)
         assert not request.is_alive(), "the answer to a dead server should come back promptly"
