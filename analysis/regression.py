@@ -36,7 +36,8 @@ from analysis.resample import distinct_rows, kind_draws
 
 __all__ = ["CLUSTERS", "Z95", "Clustering", "FitError", "LogitFit", "cluster_bootstrap", "cluster_bootstrap_many",
            "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "item_clusters",
-           "log_normal_interval", "per_cluster", "percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
+           "log_normal_interval", "per_cluster",
+           "percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
 
 Z95 = 1.959963984540054
 MIN_CLUSTERS = 10  # fewest clusters a bootstrap interval is computed from

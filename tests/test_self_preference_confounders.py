@@ -176,7 +176,8 @@ def style_records(seed: int) -> list:
     body = "Plain words about the question. " * 40
 
     def answer(p: int, m: int) -> str:
-        text = "".join(f"# Part {k}\n" for k in range(headers[p, m])) + "".join(f"- point {k}\n" for k in range(lists[p, m]))
+        text = ("".join(f"# Part {k}\n" for k in range(headers[p, m]))
+                + "".join(f"- point {k}\n" for k in range(lists[p, m])))
         return (text + body)[:700]
 
     style = lambda p, x, y: sum(normalised_difference(c[p, x], c[p, y]) for c in (headers, lists))  # noqa: E731
@@ -184,10 +185,12 @@ def style_records(seed: int) -> list:
     for p in range(N_PROMPTS):
         for x, y in zip(I, J):
             gap, lean = STRENGTH[x] - STRENGTH[y], style(p, x, y)
-            for rater, weight, orders in [("human", 0.25, (True,) * 3)] + [(NAMES[m], 1.5, (True, False)) for m in range(5)]:
+            raters = [("human", 0.25, (True,) * 3)] + [(NAMES[m], 1.5, (True, False)) for m in range(5)]
+            for rater, weight, orders in raters:
                 for first_x in orders:
                     a, b = (x, y) if first_x else (y, x)
-                    logit = gap + weight * lean + (0 if rater == "human" else LEAN[NAMES.index(rater)] * (1 if first_x else -1))
+                    shown = 0 if rater == "human" else LEAN[NAMES.index(rater)] * (1 if first_x else -1)
+                    logit = gap + weight * lean + shown
                     x_won = rng.random() < 1 / (1 + np.exp(-logit))
                     records.append(Record(
                         pair_id=f"p{p}-{x}{y}", prompt=f"q{p}", model_a=NAMES[a], model_b=NAMES[b],

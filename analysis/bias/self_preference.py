@@ -75,10 +75,13 @@ SPECIFICATION = (
     "one logit per judge on its decisive verdicts: P(judge picks X over Y) from its own slope on the quality gap "
     "people see (the reference's Bradley-Terry strength of X's model minus Y's, apart from the reference's own "
     "position and length leans; strengths and slope per category where the records carry one), its own position "
-    "term (X shown first or second), its own length term (log length of X over Y), its own lean for each markdown element bt-style holds fixed (headers, list items, bold; normalised difference of X's count and Y's) and the self term (+1 when X is "
+    "term (X shown first or second), its own length term (log length of X over Y), its own lean for each "
+    "markdown element bt-style holds fixed (headers, list items, bold; normalised difference of X's count and "
+    "Y's) and the self term (+1 when X is "
     "of the judge's family, -1 when Y is); intervals cluster-robust by the report's cluster (prompt or pair). It "
     "controls for model strength as the reference sees it, for the judge's own sharpness (how strongly it "
-    "separates strong from weak answers), for its position lean, its length lean and its markdown leans; where the judge's family "
+    "separates strong from weak answers), for its position lean, its length lean and its markdown leans; where "
+    "the judge's family "
     "has two or more models its preference for its own model and for its siblings are fitted apart"
 )
 MIN_CATEGORY_ROWS = 50  # fewest decisive reference votes per category for strengths by category
@@ -428,7 +431,8 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str = "pair
         ci_by_prompt=fit.interval(i, by_prompt=True) if fit.cov_by_prompt is not None else None,
         slope=slope, slope_ci=slope_ci, position=position, position_ci=position_ci,
         n_pairs=len(np.unique(judge.pair)), cluster="prompt" if by_prompt else "pair",
-        length=length, length_ci=length_ci, style=judge.style_names, categories=() if categories is None else tuple(map(str, categories)),
+        length=length, length_ci=length_ci, style=judge.style_names,
+        categories=() if categories is None else tuple(map(str, categories)),
         **split,
     )
 
