@@ -18,10 +18,15 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from analysis.ratings.style import STYLE_FEATURES, style_features
 from pairlab import record_table
 from pairlab.records import HUMAN, Record
 
-__all__ = ["HUMAN_RATER", "judgment_table", "positions", "string_values"]
+__all__ = ["HUMAN_RATER", "MARKDOWN", "judgment_table", "positions", "string_values"]
+
+# The style elements of ``bt-style`` besides length (which ``len_a``/``len_b`` carry in
+# characters): their counts per response are the columns ``style_<name>_a`` and ``_b``.
+MARKDOWN = tuple(name for name in STYLE_FEATURES if name != "length")
 
 HUMAN_RATER = HUMAN  # every human voter is pooled under this rater name
 
@@ -70,6 +75,11 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     code_a, code_b, distinct = record_table.text_codes(usable)
     lengths = distinct.str.len().to_numpy(dtype=np.int64)
     len_a, len_b, flip = lengths[code_a], lengths[code_b], code_a > code_b
+    # Counted once per distinct text by bt-style's own counter, so a judge's style lean in the
+    # self-preference model is read on the features style-controlled ratings hold fixed.
+    counts = style_features(distinct)[:, [STYLE_FEATURES.index(name) for name in MARKDOWN]].astype(np.int32)
+    style = {f"style_{name}_{side}": counts[codes, k] for k, name in enumerate(MARKDOWN)
+             for side, codes in (("a", code_a), ("b", code_b))}
     table = pd.DataFrame({
         "rater": pd.Series(rater[~failed], dtype=object, index=usable.index),
         "voter": pd.Series(voter[~failed], dtype=object, index=usable.index), "is_human": human[~failed],
@@ -79,7 +89,7 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
         "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
         "prompt": usable["prompt_id"].fillna(usable["prompt"]), "category": usable["category"],
         "strength": usable["strength"].astype(float),
-        "suspect": usable["suspect"].astype(bool),
+        "suspect": usable["suspect"].astype(bool), **style,
     }, index=usable.index).reset_index(drop=True)
     for name in _IDS:
         codes, distinct = _python_strings(table[name])

@@ -27,10 +27,22 @@ def _picked_model(v):
 
 
 def test_controlled_self_preference(raw, report):
-    """Issue 16's model with issue 26's length term, written out with statsmodels: people's
-    Bradley-Terry strengths (with a first-shown and a length term), then the judge's logit on
-    their gap, its position, its length lean (log length of X over Y) and its self term."""
+    """Issue 16's model with issue 26's length and markdown terms, written out with statsmodels:
+    people's Bradley-Terry strengths (with a first-shown, a length term and a term for each
+    markdown element X and Y differ in on 20 pairs or more), then the judge's logit on their gap,
+    its position, its length lean (log length of X over Y), its markdown leans and its self term."""
     import statsmodels.api as sm
+
+    from analysis.ratings.style import STYLE_FEATURES, style_counts
+
+    def markdown(votes):
+        """Per vote, (f_X - f_Y) / (f_X + f_Y + 1) of the headers, list items and bold spans the
+        set's pairs differ in on 20 pairs or more (bt-style's plain counter, text by text)."""
+        rows = [v for v in votes if v["pick"] is not None]
+        counts = [(style_counts(v["key"][1])[1:], style_counts(v["key"][2])[1:]) for v in rows]
+        d = np.array([[(x - y) / (x + y + 1) for x, y in zip(cx, cy)] for cx, cy in counts])
+        keep = [k for k in range(3) if len({str(v["key"]) for v, dk in zip(rows, d[:, k]) if dk != 0}) >= 20]
+        return d[:, keep], [STYLE_FEATURES[1 + k] for k in keep]
 
     judges = report[0]["judges"]
     models = sorted(FAMILY)
@@ -53,13 +65,17 @@ def test_controlled_self_preference(raw, report):
         return rows, np.array(y)
 
     people, y_people = design(raw["votes"]["human"])
-    ref = sm.Logit(y_people, np.array([np.r_[c, pos, ln] for c, pos, _, ln in people])).fit(disp=False)
+    people_style, _ = markdown(raw["votes"]["human"])
+    ref = sm.Logit(y_people, np.array([np.r_[c, pos, ln, st] for (c, pos, _, ln), st in zip(people, people_style)])
+                   ).fit(disp=False)
     strengths = ref.params[: len(models) - 1]
     judge, y_judge = design(raw["votes"]["pandalm-7b"])
-    Z = np.array([(c @ strengths, pos, ln, own) for c, pos, own, ln in judge])
+    judge_style, held = markdown(raw["votes"]["pandalm-7b"])
+    Z = np.array([(c @ strengths, pos, ln, *st, own) for (c, pos, own, ln), st in zip(judge, judge_style)])
     fit = sm.Logit(y_judge, Z).fit(disp=False)
     got = judges["pandalm-7b"]["self_family"]["controlled"]
-    assert got["coef"] == pytest.approx(fit.params[3], abs=1e-6)
+    assert got["style"] == held == ["lists"]
+    assert got["coef"] == pytest.approx(fit.params[-1], abs=1e-6)
     assert got["length"] == pytest.approx(fit.params[2], abs=1e-6)
     assert got["slope"] == pytest.approx(fit.params[0], abs=1e-6) and got["position"] == pytest.approx(fit.params[1], abs=1e-6)
     assert got["n_rows"] == len(y_judge)

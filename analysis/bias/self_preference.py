@@ -10,7 +10,8 @@ enough either: a judge that separates strong from weak answers more sharply than
 So each judge gets its own model, on its decisive verdicts in the canonical frame of
 :mod:`analysis.judgment_table` (X is the sorted-first text, Y the other; ties left out):
 
-    logit P(judge picks X) = slope[c] * gap_c(X, Y) + position * shown(X) + length * len(X, Y) + self * own(X, Y)
+    logit P(judge picks X) = slope[c] * gap_c(X, Y) + position * shown(X) + length * len(X, Y)
+                             + sum_f style_f * d_f(X, Y) + self * own(X, Y)
 
 * ``gap``: the quality gap the reference sees, the reference's Bradley-Terry strength of X's
   model minus Y's (log-odds, fitted on the reference's decisive votes with a first-shown term
@@ -27,6 +28,12 @@ judge is sharp there and noisy elsewhere. So the judge's model also holds
 * ``length``: log((1 + length of X) / (1 + length of Y)), its own length lean (the
   reference's strengths are fitted with the reference's own length term, so the gap is
   quality apart from length);
+* ``style_f``: its own lean for each markdown element ``bt-style`` holds fixed (headers, list
+  items, bold spans, :data:`analysis.judgment_table.MARKDOWN`), on FastChat's normalised
+  difference ``d_f = (f_X - f_Y) / (f_X + f_Y + 1)`` of the counts
+  (:func:`analysis.ratings.style.normalised_difference`); an element enters where X and Y
+  differ in it on :data:`~analysis.ratings.style.MIN_STYLE_PAIRS` pairs or more, for the
+  reference as for the judge (a family writing more lists, judges fond of lists: issue 26);
 * per category, where every record carries one (:data:`MIN_CATEGORY_ROWS` reference votes
   each): the reference's strengths and the judge's slope, one of each per category;
 
@@ -55,7 +62,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.judgment_table import positions
+from analysis.judgment_table import MARKDOWN, positions
+from analysis.ratings.style import MIN_STYLE_PAIRS, normalised_difference
 from analysis.regression import Z95, FitError, contrast, fit_logit, sandwich
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
@@ -67,10 +75,13 @@ SPECIFICATION = (
     "one logit per judge on its decisive verdicts: P(judge picks X over Y) from its own slope on the quality gap "
     "people see (the reference's Bradley-Terry strength of X's model minus Y's, apart from the reference's own "
     "position and length leans; strengths and slope per category where the records carry one), its own position "
-    "term (X shown first or second), its own length term (log length of X over Y) and the self term (+1 when X is "
+    "term (X shown first or second), its own length term (log length of X over Y), its own lean for each "
+    "markdown element bt-style holds fixed (headers, list items, bold; normalised difference of X's count and "
+    "Y's) and the self term (+1 when X is "
     "of the judge's family, -1 when Y is); intervals cluster-robust by the report's cluster (prompt or pair). It "
     "controls for model strength as the reference sees it, for the judge's own sharpness (how strongly it "
-    "separates strong from weak answers), for its position lean and for its length lean; where the judge's family "
+    "separates strong from weak answers), for its position lean, its length lean and its markdown leans; where "
+    "the judge's family "
     "has two or more models its preference for its own model and for its siblings are fitted apart"
 )
 MIN_CATEGORY_ROWS = 50  # fewest decisive reference votes per category for strengths by category
@@ -94,6 +105,7 @@ class ControlledSelfPreference:
     cluster: str = "pair"  # the unit ``ci`` treats as independent
     length: float | None = None  # the judge's own lean per unit of log length ratio
     length_ci: tuple[float, float] | None = None
+    style: tuple[str, ...] = ()  # the markdown elements whose lean the judge's model holds
     categories: tuple[str, ...] = ()  # strengths and slope read per category (none: pooled)
     own_model: float | None = None  # preference for its own model, siblings held apart
     own_model_ci: tuple[float, float] | None = None
@@ -148,6 +160,10 @@ class Verdicts:
     category: np.ndarray | None = None
     # +1 when X is the judge's own model, -1 when Y is (the rest of ``own`` is its siblings).
     own_model: np.ndarray | None = None
+    # (rows, elements): the normalised difference of X's and Y's count of each markdown
+    # element named in ``style_names``, the rater's own style leans.
+    style: np.ndarray | None = None
+    style_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,6 +238,8 @@ def fit_reference(ref: Verdicts, n_models: int, n_categories: int = 1):
         D = np.c_[D, ref.position]
     if ref.length is not None:
         D = np.c_[D, ref.length]
+    if ref.style is not None:
+        D = np.c_[D, ref.style]
     if len(D) == 0 or np.linalg.matrix_rank(D) < D.shape[1]:
         return None
     beta = _fit(D, ref.won)
@@ -254,6 +272,9 @@ def fit_self_term(ref: Verdicts, judge: Verdicts, n_models: int, reference_fit=N
         if column is not None:
             columns.append(column)
             names.append(name)
+    if judge.style is not None:
+        columns += list(judge.style.T)
+        names += [f"style:{name}" for name in judge.style_names]
     if split:
         columns += [judge.own_model, judge.own - judge.own_model]
         names += ["own_model", "siblings"]
@@ -303,11 +324,32 @@ def _coded(rows: pd.DataFrame, models: pd.Index, pairs: pd.Index, prompts: pd.In
     prompt = None
     if prompts is not None:
         prompt = positions(prompts, rows["prompt"])[keep]
+    pair = positions(pairs, rows["pair_id"])[keep]
+    style, style_names = _style(rows, flip, keep, pair)
     return Verdicts(xi[keep], yi[keep], (rows["canon"].to_numpy() == 1).astype(float)[keep], position,
-                    positions(pairs, rows["pair_id"])[keep], prompt,
+                    pair, prompt,
                     None if own is None else own[keep], length,
                     None if category is None else category[keep],
-                    None if own_model is None else own_model[keep])
+                    None if own_model is None else own_model[keep], style, style_names)
+
+
+def _style(rows: pd.DataFrame, flip: np.ndarray, keep: np.ndarray, pair: np.ndarray
+           ) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """The markdown elements' normalised differences, X's count against Y's, of the kept rows:
+    only elements in which X and Y differ on :data:`MIN_STYLE_PAIRS` pairs or more (a lean read
+    off a handful of pairs is noise, and one pair separates the fit)."""
+    columns, names = [], []
+    for name in MARKDOWN:
+        a, b = f"style_{name}_a", f"style_{name}_b"
+        if a not in rows.columns or b not in rows.columns:
+            continue
+        fa, fb = rows[a].to_numpy(dtype=float), rows[b].to_numpy(dtype=float)
+        d = np.where(flip, -1.0, 1.0) * normalised_difference(fa, fb)
+        d = d[keep]
+        if len(np.unique(pair[d != 0])) >= MIN_STYLE_PAIRS:
+            columns.append(d)
+            names.append(name)
+    return (np.column_stack(columns), tuple(names)) if columns else (None, ())
 
 
 def _categories(ref_rows: pd.DataFrame, judge_rows: pd.DataFrame) -> pd.Index | None:
@@ -389,7 +431,8 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str = "pair
         ci_by_prompt=fit.interval(i, by_prompt=True) if fit.cov_by_prompt is not None else None,
         slope=slope, slope_ci=slope_ci, position=position, position_ci=position_ci,
         n_pairs=len(np.unique(judge.pair)), cluster="prompt" if by_prompt else "pair",
-        length=length, length_ci=length_ci, categories=() if categories is None else tuple(map(str, categories)),
+        length=length, length_ci=length_ci, style=judge.style_names,
+        categories=() if categories is None else tuple(map(str, categories)),
         **split,
     )
 

@@ -21,9 +21,9 @@ from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
-from analysis.regression import bias_corrected_interval
+from analysis.regression import log_normal_interval
 
-__all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth"]
+__all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth", "worth_interval"]
 
 DESIGN_SHARE = 0.2  # people on a fifth of the pairs, as the coverage simulation
 _SUBSAMPLE_ABOVE = 0.5  # people on more than half of the judge's pairs: the design is subsampled
@@ -52,7 +52,7 @@ class JudgeWorth:
     effective_votes: float
     effective_ci: tuple[float, float] | None
     ratio: float  # effective / actual human votes: what one vote is worth with the judge (the
-    # interval of the effective votes is this ratio's bias-corrected pair-bootstrap interval times n_human)
+    # interval of the effective votes is this ratio's pair-bootstrap log-normal interval times n_human)
     ratio_ci: tuple[float, float] | None
     curve: tuple[WidthPoint, ...]
     ratings: pd.DataFrame  # model, people, people_lower, people_upper, judge, ..., ppi, ppi_lower, ppi_upper, rank_set
@@ -224,7 +224,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
     # A resample whose comparisons are disconnected (or whose fit fails) is left out.
     ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
-    ratio_ci = bias_corrected_interval(ratios, ratio, level) if len(ratios) >= rounds / 2 else None
+    ratio_ci = worth_interval(ratios, ratio, rounds, level)
     per_model = _per_model(_design_rows(data), point_drawn)
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else
@@ -248,6 +248,13 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         per_model=per_model,
         projection=None if n_labelled == n_judged else _projection(human, judge, name),
     )
+
+
+def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The interval of a judge's worth ``ratio`` from the ratios of its bootstrap rounds that
+    were fitted (:func:`analysis.regression.log_normal_interval`); None when fewer than half of
+    the ``rounds`` were (people's votes alone then often do not pin the ratings down)."""
+    return log_normal_interval(ratios, ratio, level) if len(ratios) >= rounds / 2 else None
 
 
 def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:

@@ -47,6 +47,7 @@ __all__ = [
     "count_tokens",
     "fit_style_bt",
     "frame_covariates",
+    "normalised_difference",
     "style_counts",
     "style_covariates",
     "style_features",
@@ -154,9 +155,19 @@ def _as_texts(texts) -> pd.Series:
 def style_features(texts) -> np.ndarray:
     """:func:`style_counts` of every text (``str`` of each value), as floats of shape (n, 4).
 
-    Each distinct text is counted once: responses repeat across judges and orders.
+    Each distinct text is counted once: responses repeat across judges and orders. An index
+    of distinct texts (a record table's, :func:`pairlab.record_table.text_codes`) is read off
+    its Arrow buffer where it has one.
     """
+    if isinstance(texts, pd.Index) and texts.is_unique:
+        return _category_counts(texts)
     return _features(_as_texts(texts))
+
+
+def normalised_difference(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
+    """``(f_a - f_b) / (f_a + f_b + 1)``: a style element's difference between two responses as
+    FastChat's style control takes it (bounded in (-1, 1), 0 when both have none)."""
+    return (fa - fb) / (fa + fb + 1.0)
 
 
 def _features(texts: pd.Series) -> np.ndarray:
@@ -340,7 +351,7 @@ def style_covariates(response_a, response_b) -> pd.DataFrame:
 
 def _standardised(fa: np.ndarray, fb: np.ndarray) -> pd.DataFrame:
     # Row-major whatever the inputs' layout: the column means and SDs then sum in one order.
-    ratio = np.ascontiguousarray((fa - fb) / (fa + fb + 1.0))
+    ratio = np.ascontiguousarray(normalised_difference(fa, fb))
     sd = ratio.std(axis=0)
     keep = sd > 1e-12
     standardised = (ratio[:, keep] - ratio[:, keep].mean(axis=0)) / sd[keep]

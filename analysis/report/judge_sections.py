@@ -45,6 +45,7 @@ def controlled_json(r: RaterReport) -> dict | None:
             "ci_by_prompt": _num(c.ci_by_prompt), "slope": _num(c.slope), "slope_ci": _num(c.slope_ci),
             "position": _num(c.position), "position_ci": _num(c.position_ci), "n_pairs": c.n_pairs,
             "cluster": c.cluster, "length": _num(c.length), "length_ci": _num(c.length_ci),
+            "style": list(c.style),
             "categories": list(c.categories), "own_model": _num(c.own_model), "own_model_ci": _num(c.own_model_ci),
             "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION}
 
