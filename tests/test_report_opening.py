@@ -1,0 +1,59 @@
+"""The PandaLM report's opening block, every sentence true of the numbers below it (issue 26).
+
+Built once on the shared PandaLM data (three people and two judges a pair, each pair judged in one
+order, 25 of gpt-3.5-turbo's verdicts unparseable) and checked against report.json and the
+report's own tables.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def written(shared_data, tmp_path_factory):
+    import warnings
+
+    from analysis.importers.columnar import read_table
+    from analysis.report import build_report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reader's per-row remarks
+        table, _ = read_table([str(shared_data / "pandalm")])
+    report = build_report(table, n_boot=50, rating_bootstrap=20, sources=["pandalm"])
+    out = tmp_path_factory.mktemp("pandalm")
+    from analysis.report.render import write_report
+
+    write_report(report, out)
+    return report, (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+def _opening(md: str) -> str:
+    return md.split("## Position bias")[0]
+
+
+def test_none_detected_names_only_the_biases_that_were_measured(written):
+    """The panel has no display order and no family of its own: its line said "position, length and
+    controlled self-family intervals all include no bias"."""
+    _, md, _ = written
+    panel = _opening(md).split("**panel**")[1]
+    line = next(x for x in panel.splitlines() if "none detected" in x)
+    assert "length interval includes no bias" in line
+    assert "not measured: position, controlled self-family" in line
+    pandalm = _opening(md).split("**pandalm-7b**")[1].split("**panel**")[0]
+    assert "position, length and controlled self-family intervals all include no bias" in pandalm
+
+
+def test_peoples_agreement_says_the_pairs_it_rests_on(written):
+    """gpt-3.5-turbo's verdicts cover 974 pairs; people's agreement with each other rests on their
+    999. The sentence put people's 999-pair number "on the 974 pairs"."""
+    report, md, _ = written
+    people = next(r for r in report.raters if r.is_human)
+    gpt = _opening(md).split("**gpt-3.5-turbo**")[1].split("**pandalm-7b**")[0]
+    assert people.agreement.n_items == 999
+    assert re.search(r"On the 974 pairs .* people agree with each other on \d+% \\\[\d+, \d+\\\] \(on their 999 pairs\)",
+                     gpt)
+    pandalm = _opening(md).split("**pandalm-7b**")[1].split("**panel**")[0]
+    assert "On the 999 pairs" in pandalm and "on their" not in pandalm  # same pairs: nothing to add
