@@ -34,6 +34,17 @@ def _opening(md: str) -> str:
     return md.split("## Position bias")[0]
 
 
+def test_the_record_count_is_of_the_records_read_not_the_panels_pooled_verdicts(written):
+    """It said 5944 usable records from the data: 4970 read (25 unparseable of 4995) plus the
+    panel's 974 verdicts pooled from them."""
+    report, md, html = written
+    read = sum(r.n_records for r in report.raters if not r.panel_members)
+    assert read == 3 * 999 + 999 + 974
+    for text in (md, html):
+        assert f"{read} usable records from" in text
+        assert f"{report.n_records} usable records" not in text
+
+
 def test_none_detected_names_only_the_biases_that_were_measured(written):
     """The panel has no display order and no family of its own: its line said "position, length and
     controlled self-family intervals all include no bias"."""
@@ -57,3 +68,12 @@ def test_peoples_agreement_says_the_pairs_it_rests_on(written):
                      gpt)
     pandalm = _opening(md).split("**pandalm-7b**")[1].split("**panel**")[0]
     assert "On the 999 pairs" in pandalm and "on their" not in pandalm  # same pairs: nothing to add
+
+
+def test_the_clustering_sentence_gives_the_reasons_these_data_hold_once(written):
+    """No judge saw a pair in both orders, yet the sentence gave that as a reason; the HTML
+    printed the sentence twice, in the lead and in the note under it."""
+    _, md, html = written
+    sentence = next(x for x in _opening(md).splitlines() if "Intervals are clustered" in x)
+    assert "several people vote on one pair" in sentence and "both orders" not in sentence
+    assert html.split('id="answer"')[0].count("Intervals are clustered") == 1
