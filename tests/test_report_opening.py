@@ -77,3 +77,29 @@ def test_the_clustering_sentence_gives_the_reasons_these_data_hold_once(written)
     sentence = next(x for x in _opening(md).splitlines() if "Intervals are clustered" in x)
     assert "several people vote on one pair" in sentence and "both orders" not in sentence
     assert html.split('id="answer"')[0].count("Intervals are clustered") == 1
+
+
+def test_the_alpacaeval_report_fits_a_phone(shared_data, tmp_path):
+    """Issue 26: at 390 px the judge's heading (weighted_alpaca_eval_gpt4_turbo, one long word)
+    was 379 px wide in a 342 px block and the page scrolled sideways by 13 px."""
+    import warnings
+
+    from playwright.sync_api import sync_playwright
+
+    from analysis.importers.columnar import read_table
+    from analysis.report import build_report
+    from analysis.report.render import write_report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, _ = read_table(sorted(str(p) for p in (shared_data / "alpaca_eval").glob("*.annotations.json")))
+    write_report(build_report(table, n_boot=50, rating_bootstrap=20), tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto((tmp_path / "report.html").as_uri())
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        heading = page.inner_text("#answer + div h3")
+        browser.close()
+    assert heading == "weighted_alpaca_eval_gpt4_turbo"
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px on a 390 px phone"
