@@ -176,7 +176,7 @@ def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
         # People's agreement with each other exists only where two or more people voted: the
         # judge is compared with it on those same pairs, not on all of its own.
         # People's agreement rests on all their pairs, which may be more than the judge's (parse failures).
-        theirs = "" if base.n_items == same.n_items else f" (on their {base.n_items} pairs)"
+        theirs = "" if base.n_items == same.n_items else f" on their {base.n_items} pairs"
         text += (f". On the {same.n_items} pairs two or more people voted on, it agrees with them on "
                  f"{one(same.without_ties, same.without_ties_ci)} and people agree with each other on "
                  f"{one(base.without_ties, base.without_ties_ci)}{theirs} (with ties "
