@@ -103,3 +103,13 @@ def test_the_alpacaeval_report_fits_a_phone(shared_data, tmp_path):
         browser.close()
     assert heading == "weighted_alpaca_eval_gpt4_turbo"
     assert overflow <= 0, f"the page scrolls sideways by {overflow} px on a 390 px phone"
+
+
+def test_the_worth_line_names_peoples_sample_as_peoples(written):
+    """It read "..., the judge on all of them (195 pairs, 585 votes), the ratings are as precise
+    as ...": the sample's count stood after the judge's pairs, as if it were the judge's."""
+    report, md, _ = written
+    worth = next(w for w in report.worth if w.judge == "gpt-3.5-turbo")
+    gpt = _opening(md).split("**gpt-3.5-turbo**")[1].split("**pandalm-7b**")[0]
+    assert f"the judge on all of them ({worth.n_human_pairs} pairs" not in gpt
+    assert f"from people's {worth.n_human:.0f} votes on {worth.n_human_pairs} pairs" in gpt

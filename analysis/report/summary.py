@@ -196,9 +196,11 @@ def _worth_line(w: JudgeWorth) -> str:
     ci = "" if w.effective_ci is None else f" [{w.effective_ci[0]:.0f}, {w.effective_ci[1]:.0f}]"
     # The design may be a subsample of people's pairs (people voted on most of them): say so, or the
     # numbers read as if people had voted on fewer pairs than the data hold.
-    text = (f"Worth: with {w.design} ({w.n_human_pairs} pairs, {w.n_human:.0f} votes), the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone: each vote "
-            f"counts {w.ratio:.2f}x" + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]")
-            + ".")
+    # People's sample is named after the ratings, not after "the judge on all of them", where its
+    # count read as the judge's.
+    text = (f"Worth: with {w.design}, the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone, "
+            f"from people's {w.n_human:.0f} votes on {w.n_human_pairs} pairs: each vote counts {w.ratio:.2f}x"
+            + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]") + ".")
     if w.per_model is not None:
         # The average hides models the judge does not help: say how many it narrows, per model.
         widths = ", ".join(f"{m} {r:.2f}x" for m, r in zip(w.per_model["model"], w.per_model["width_ratio"]))
