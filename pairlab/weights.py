@@ -81,14 +81,22 @@ def embedded_gguf(name: str) -> Path:
 
 def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """Dequantize a GGUF file into a transformers directory (safetensors + config + tokenizer)."""
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = {"gguf_file": gguf_path.name}
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_model(model, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    state = model.state_dict()
+    if model.config.tie_word_embeddings:
+        # The tied head is the input embeddings under a second name: keep it under the input
+        # embeddings' name, as Hugging Face checkpoints do. safetensors' save_model kept lm_head.weight
+        # instead; transformers ties either way, but vLLM skips a tied lm_head.weight, left the
+        # embeddings unloaded and gave every token the same logit (only end-of-text came out).
+        state.pop("lm_head.weight", None)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(out_dir / "model.safetensors"),
+              metadata={"format": "pt"})
     config = model.config.to_dict()
     config.pop("quantization_config", None)
     (out_dir / "config.json").write_text(json.dumps(config, indent=2))
@@ -116,7 +124,8 @@ def prepared_dir(source: str) -> tuple[Path, str | None]:
     else:
         raise BackendError(f"the transformers backend cannot load {source!r}")
     sha = file_sha256(gguf)
-    target = cache_root() / "models" / sha[:24]
+    # "-2": the layout with the tied embeddings under their input name (entries before it lack them).
+    target = cache_root() / "models" / f"{sha[:24]}-2"
     if not (target / "model.safetensors").exists():
         # Convert into a private folder and rename it into place, so concurrent loaders
         # never see a half-written cache entry.

