@@ -3,6 +3,7 @@ one model's must not widen any model's interval beyond people's alone, which one
 by every model does."""
 
 import numpy as np
+import pytest
 
 from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, ppi_data
 from test_clustering_coverage import battles, prompts
@@ -75,3 +76,33 @@ def test_prompt_bootstrap_round_is_the_fit_of_the_prompts_copied():
     copied = fit_ppi(ppi_data(both[both["judge"] == "human"], both[both["judge"] == "J"], cluster="prompt"))
     np.testing.assert_allclose(drawn.theta, copied.theta, atol=1e-8)
     np.testing.assert_allclose(drawn.covariance, copied.covariance, rtol=1e-6, atol=1e-12)
+
+
+def test_designs_fitted_together_are_each_designs_own_per_model_fit():
+    """A judge's designs (people on a random share of its pairs) fitted in one batch, at each
+    design's distinct lambdas: each model's rating, sd and lambda as one design alone, one
+    fit per lambda, gives them, by pair and by prompt."""
+    from analysis.ratings.ppi import _solve, _tuned_lambdas, fit_ppi_per_model_rounds, fit_ppi_rounds
+
+    rng = np.random.default_rng(7)
+    prompt, i, j, eta = prompts(rng, 80)
+    n = len(eta)
+    judge = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-np.where(i == 2, -eta, eta))), judge="J",
+                    judge_type="llm")
+    people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human", judge_type="human")
+    for cluster in ("pair", "prompt"):
+        data = ppi_data(people, judge, cluster=cluster)
+        designs = data.weight * (rng.random((4, len(data.weight))) < 0.6)
+        together = fit_ppi_per_model_rounds(data, designs)
+        assert len({tuple(f.lam) for f in together}) > 1  # the designs tune different lambdas
+        for w, fit in zip(designs, together):
+            n_h, n_j = np.array([w @ data.n_human]), np.array([w @ data.n_judge])
+            _, p, _ = _solve(data, w[None], np.ones(1), n_h, n_j)
+            lams = _tuned_lambdas(data, w[None], p, n_h, n_j)[0][0]
+            alone = {lam: fit_ppi_rounds(data, w[None], float(lam))[0] for lam in np.unique(np.r_[lams, 0.0])}
+            people_sd = np.sqrt(np.diag(alone[0.0].classical_covariance))
+            for k, lam in enumerate(lams):
+                sd = np.sqrt(alone[lam].covariance[k, k])
+                expected = (0.0, people_sd[k]) if sd > people_sd[k] else (lam, sd)
+                assert (fit.lam[k], fit.sd[k]) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+            assert np.allclose(fit.classical_sd, people_sd, rtol=1e-12)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model, fit_ppi_rounds, ppi_data
+from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_rounds, ppi_data
 from analysis.ratings.table import z_two_sided
 from analysis.regression import log_normal_interval
 
@@ -258,10 +258,10 @@ def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float 
 
 
 def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:
-    """Each model's lambda and width ratio (:func:`.fit_ppi_per_model`), averaged over the
+    """Each model's lambda and width ratio (:func:`.fit_ppi_per_model_rounds`), averaged over the
     design's draws; None when a draw cannot be fitted."""
     try:
-        fits = [fit_ppi_per_model(rows, w) for w in designs]
+        fits = fit_ppi_per_model_rounds(rows, np.array(designs))
     except (ValueError, RuntimeError):
         return None
     return pd.DataFrame({"model": rows.models.astype(str), "lam": np.mean([f.lam for f in fits], axis=0),

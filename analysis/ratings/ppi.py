@@ -46,7 +46,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
 
 
 @dataclass(frozen=True)
@@ -463,29 +463,43 @@ class PerModelPPI:
 def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
     """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
     distinct ``lambda``, each model's rating and variance read from the fit at its own."""
-    w = data.weight[None] if weights is None else np.asarray(weights, dtype=float)[None]
+    (fit,) = fit_ppi_per_model_rounds(data, data.weight[None] if weights is None else np.asarray(weights)[None])
+    return fit
+
+
+def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray) -> list[PerModelPPI]:
+    """:func:`fit_ppi_per_model` with each row of ``weights`` ``(rounds, rows)`` as its weight
+    (a judge's designs), every round's fits at its distinct ``lambda`` solved in one batch
+    (:func:`fit_ppi_rounds`), each as its own fit would come out. Raises the first error of
+    any round."""
+    w = np.asarray(weights, dtype=float)
     n, big_n = w @ data.n_human, w @ data.n_judge
     with one_blas_thread():
-        _, p, failed = _solve(data, w, np.ones(1), n, big_n)
+        _, p, failed = _solve(data, w, np.ones(len(w)), n, big_n)
         if failed:
-            raise failed[0]
+            raise failed[min(failed)]
         lams, failed = _tuned_lambdas(data, w, p, n, big_n)
         if failed:
-            raise failed[0]
-    lams = lams[0]
-    fits = {float(lam): fit for lam in np.unique(np.r_[lams, 0.0])
-            for fit in fit_ppi_rounds(data, w, float(lam))}
-    for fit in fits.values():
+            raise failed[min(failed)]
+    grids = [np.unique(np.r_[row, 0.0]) for row in lams]
+    fits = fit_ppi_rounds(data, w[np.repeat(np.arange(len(w)), [len(g) for g in grids])], np.concatenate(grids))
+    for fit in fits:
         if isinstance(fit, Exception):
             raise fit
-    people = fits[0.0]
-    classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
-    m = np.arange(len(lams))
-    theta = np.array([fits[float(lams[k])].theta[k] for k in m])
-    sd = np.array([np.sqrt(max(fits[float(lams[k])].covariance[k, k], 0.0)) for k in m])
-    wider = sd > classical_sd
-    theta[wider], sd[wider], lams = people.classical_theta[wider], classical_sd[wider], np.where(wider, 0.0, lams)
-    return PerModelPPI(data.models, theta, sd, lams, people.classical_theta, classical_sd)
+    out, start = [], 0
+    for round_lams, grid in zip(lams, grids):
+        at = dict(zip(grid.tolist(), fits[start:start + len(grid)]))
+        start += len(grid)
+        people = at[0.0]
+        classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
+        m = np.arange(len(round_lams))
+        theta = np.array([at[float(round_lams[k])].theta[k] for k in m])
+        sd = np.array([np.sqrt(max(at[float(round_lams[k])].covariance[k, k], 0.0)) for k in m])
+        wider = sd > classical_sd
+        theta[wider], sd[wider] = people.classical_theta[wider], classical_sd[wider]
+        out.append(PerModelPPI(data.models, theta, sd, np.where(wider, 0.0, round_lams), people.classical_theta,
+                               classical_sd))
+    return out
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
@@ -507,7 +521,7 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
     return np.sqrt(np.diagonal(covariance, axis1=1, axis2=2).clip(0)).mean(axis=1)
 
 
-def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
+def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray | None = None,
                    fallback: bool | np.ndarray = True, draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
@@ -515,7 +529,8 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
     one batched sandwich), each round as its own fit would come out (to rounding). A round
     :func:`fit_ppi` would refuse holds the error it would raise, in its place. ``draws``
     (rounds, prompts), for data clustered by prompt: how often a bootstrap round drew each
-    prompt (:func:`_cross`); None: every prompt once.
+    prompt (:func:`_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
+    for every round or an array of one per round.
     """
     def at(rows: np.ndarray) -> np.ndarray | None:
         return None if draws is None else draws[rows]
@@ -564,7 +579,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | None = None,
             live = fail(live, failed)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
-            tuned[live], pilot = lam, live[:0]
+            tuned[live], pilot = np.broadcast_to(lam, (rounds,))[live], live[:0]
         # A lambda clipped to 0 or 1 is a fit already made (0: the people-alone fit, most
         # bootstrap rounds of a judge that adds little); only a lambda inside needs its own.
         people = live[tuned[live] == 0]

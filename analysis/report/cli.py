@@ -113,7 +113,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
-    from analysis.report.estimates import build_report
+    from analysis.report.estimates import build_report_with_figures
     from analysis.report.render import write_report
     from pairlab.ratable import leaderboard_votes
 
@@ -139,7 +139,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for note in timing_notes:
         print(f"note: {note}", file=sys.stderr)
     try:
-        report = build_report(
+        report, figs = build_report_with_figures(
             table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
             seed=args.seed, issues=issues, sources=[str(v) for v in args.votes],
             progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
@@ -147,6 +147,6 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         fail(str(exc))
-    paths = write_report(report, args.out)
+    paths = write_report(report, args.out, figs)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

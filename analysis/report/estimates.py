@@ -30,7 +30,8 @@ from pairlab import record_table
 from pairlab.models import family_of
 from pairlab.records import Record, saw_display_order
 
-__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "judge_worth_alone", "rating_frames"]
+__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "build_report_with_figures", "judge_worth_alone",
+           "rating_frames"]
 
 STRONG_WEIGHT = 3.0  # Arena-Hard-Auto counts a strong verdict (A>>B) as three battles
 WEIGHTING = (
@@ -258,7 +259,8 @@ def _build_report(
     timings: dict[str, RunTiming] | None = None,
     workers: int | None = None,
     cluster: str | None = None,
-) -> BiasReport:
+    draw: bool = False,
+) -> tuple[BiasReport, dict[str, bytes] | None]:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`pairlab.record_table`).
 
@@ -270,7 +272,8 @@ def _build_report(
     by default every CPU this process may use, once there are enough records to repay a fork.
     The numbers do not depend on it. ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt
     whenever a prompt carries more than one pair) is the unit every interval treats as
-    independent (:func:`analysis.regression.cluster_groups`).
+    independent (:func:`analysis.regression.cluster_groups`). With ``draw``, also the report's
+    figures (:func:`analysis.report.figures.figures`), drawn as tasks of the same workers; else None.
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
@@ -320,10 +323,25 @@ def _build_report(
         return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed,
                                cluster=clustering.kind)
 
+    def assemble(reports: dict[str, RaterReport], worth=(), worth_notes=()) -> BiasReport:
+        return BiasReport(
+            raters=tuple(reports[n] for n in names),
+            n_records=len(judged),
+            length_sd=sd,
+            family_matrix=matrix,
+            family_counts=counts,
+            issues=tuple(issues),
+            sources=tuple(sources),
+            worth=worth,
+            worth_notes=worth_notes,
+            without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
+            clustering=clustering.describe(),
+        )
+
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
     tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task,
-             "families": lambda: _family_matrix(judged)}
+             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged), "figure": _figure}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     with Workers(n_workers, tasks) as pool:
@@ -334,26 +352,42 @@ def _build_report(
         reports = _ranked({n: reports[n] for n in names})
         judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
         valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
+        # A reference's agreement with itself, once for all the judges it is the reference of.
+        ceilings = sorted({references[n] for n in judges
+                           if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
+        # The figures of the raters' own estimates are drawn while the judges are judged, the rest after.
+        early, late = _figure_names(draw)
         done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
-                         for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued],
-                        progress, desc="judging the judges")
-    for name, fields in zip(judges, done):
-        reports[name] = replace(reports[name], **fields)
-    worth = tuple(w for found, _ in done[len(judges):] for w in found)
-    worth_notes = tuple(note for _, notes in done[len(judges):] for note in notes)
-    return BiasReport(
-        raters=tuple(reports[n] for n in names),
-        n_records=len(judged),
-        length_sd=sd,
-        family_matrix=matrix,
-        family_counts=counts,
-        issues=tuple(issues),
-        sources=tuple(sources),
-        worth=worth,
-        worth_notes=worth_notes,
-        without_verdicts=tuple(sorted((name, n) for name, n in parse_errors.items() if name not in by_rater)),
-        clustering=clustering.describe(),
-    )
+                         for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued]
+                        + [("ceiling", (r,)) for r in ceilings]
+                        + [("figure", (f, assemble(reports))) for f in early], progress, desc="judging the judges")
+        judged_fields, worth_done = done[:len(judges)], done[len(judges):len(judges) + len(valued)]
+        ceiling = dict(zip(ceilings, done[len(judges) + len(valued):len(judges) + len(valued) + len(ceilings)]))
+        drawn = dict(zip(early, done[len(judges) + len(valued) + len(ceilings):]))
+        for name, fields in zip(judges, judged_fields):
+            reports[name] = replace(reports[name], **judging.with_ceiling(fields, ceiling.get(references[name])))
+        report = assemble(reports, tuple(w for found, _ in worth_done for w in found),
+                          tuple(note for _, notes in worth_done for note in notes))
+        if late:
+            drawn.update(zip(late, pool.run([("figure", (f, report)) for f in late])))
+    figs = {f: drawn[f] for f in (*early, *late) if drawn.get(f) is not None} if draw else None
+    return report, figs
+
+
+def _figure_names(draw: bool) -> tuple[list[str], list[str]]:
+    """The figures drawn from the raters' own estimates, and those that need the judges judged
+    (both empty without ``draw``), in the report's order."""
+    if not draw:
+        return [], []
+    from analysis.report.figures import FIGURES, FROM_RATERS
+
+    return [f for f in FIGURES if f in FROM_RATERS], [f for f in FIGURES if f not in FROM_RATERS]
+
+
+def _figure(name: str, report: BiasReport) -> bytes | None:
+    from analysis.report.figures import figure
+
+    return figure(report, name)
 
 
 def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):
@@ -451,6 +485,17 @@ def judge_worth_alone(table: pd.DataFrame, judge: str, *, human_prefix: str | No
 
 @functools.wraps(_build_report)
 def build_report(*args, **kwargs) -> BiasReport:
+    return _in_one_blas_thread(*args, **kwargs)[0]
+
+
+def build_report_with_figures(*args, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
+    """:func:`build_report`, and the report's figures as :func:`analysis.report.figures.figures`
+    gives them, drawn as tasks of the report's workers: those from the raters' own estimates
+    while the judges are judged, the rest side by side once they are."""
+    return _in_one_blas_thread(*args, draw=True, **kwargs)
+
+
+def _in_one_blas_thread(*args, **kwargs):
     # Every BLAS on one thread: the fits here are small and dense, and on a busy machine BLAS
     # threads spin instead of helping (see analysis/ratings/threads.py).
     from analysis.ratings.threads import one_blas_thread
@@ -509,11 +554,23 @@ class _JudgingTheJudges:
         if rep.ratings.bt is not None and ref_bt is not None:
             board = leaderboard_intervals(board, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
                                           rep.ratings.bt, ref_bt, seed=seed)
-            if board.n_models >= RANKING_MODELS and board.spearman is not None:
-                # Beside the judge's numbers, the reference's against itself: noise, not judge error.
-                board = replace(board, ceiling=reference_ceiling(by_rater[reference], seed=seed))
         return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
                 "panel": summary}
+
+    def ceiling(self, reference: str) -> dict[str, float | None] | None:
+        """The reference's leaderboard against itself (:func:`reference_ceiling`): one for every
+        judge it is the reference of."""
+        return reference_ceiling(self.by_rater[reference], seed=self.seed)
+
+    @staticmethod
+    def with_ceiling(fields: dict, ceiling: dict[str, float | None] | None) -> dict:
+        """A judge's fields (:meth:`judge`), its leaderboard with its reference's ceiling where it
+        ranks the models: beside the judge's numbers, the reference's against itself is noise, not
+        judge error."""
+        board = fields["leaderboard"]
+        if board.n_models < RANKING_MODELS or board.spearman is None:  # (no ratings on a side: no models)
+            return fields
+        return {**fields, "leaderboard": replace(board, ceiling=ceiling)}
 
     def _rate_rows(self, rows: pd.DataFrame) -> pd.DataFrame | None:
         from analysis.ratings import rate

@@ -276,6 +276,10 @@ FIGURES = {
     "projection": lambda report: projection_figure(report.worth),
 }
 
+# The figures drawn from the raters' own estimates alone (no judge's leaderboard, no judge's
+# worth): the report's workers draw them while the judges are being judged.
+FROM_RATERS = frozenset({"position", "length", "families", "ratings"})
+
 
 def figure(report: BiasReport, name: str) -> bytes | None:
     """The figure ``name`` (a key of ``FIGURES``) as PNG bytes; None when it has nothing to show."""

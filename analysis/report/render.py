@@ -227,8 +227,9 @@ def render_markdown(report: BiasReport) -> str:
     return _markdown(_context(report, summary_blocks(report)))
 
 
-def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
-    """report.json, report.md and report.html (figures embedded) in ``out``."""
+def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | None = None) -> dict[str, Path]:
+    """report.json, report.md and report.html (figures embedded) in ``out``; ``figs`` as in
+    :func:`render_html` (:func:`analysis.report.build_report_with_figures` draws them)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = summary_blocks(report)
@@ -236,5 +237,5 @@ def write_report(report: BiasReport, out: str | Path) -> dict[str, Path]:
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
-    paths["html"].write_text(_html(context, figures(report)), encoding="utf-8")
+    paths["html"].write_text(_html(context, figures(report) if figs is None else figs), encoding="utf-8")
     return paths
