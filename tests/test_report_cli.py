@@ -223,3 +223,36 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
     assert "Traceback" not in err
     with pytest.raises(ProcessLookupError):
         os.killpg(proc.pid, 0)  # no worker outlived the report
+
+
+def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypatch, capsys):
+    """Python drops a KeyboardInterrupt raised while a finaliser runs ("Exception ignored"):
+    the report must still end with 130 and say nothing was written."""
+    import signal
+
+    import analysis.report.estimates as estimates
+    from analysis.report.cli import main
+    from pairlab.records import write_records
+    from report_sample import synthetic_records
+
+    class Finaliser:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C landing while Python collects an object
+
+    real = estimates.build_report_with_figures
+
+    def build_then_interrupted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        Finaliser()  # dropped at once: its __del__ runs, and the exception with it is dropped
+        return out
+
+    monkeypatch.setattr(estimates, "build_report_with_figures", build_then_interrupted)
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=2))
+    with pytest.raises(SystemExit) as stopped:
+        main(["--votes", str(votes), "--out", str(tmp_path / "out"), "--workers", "1", "--quiet",
+              "--rating-bootstrap", "20"])
+    assert stopped.value.code == 130
+    out, err = capsys.readouterr()
+    assert "wrote" not in out and err.splitlines()[-1] == "python -m analysis.report: interrupted"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back

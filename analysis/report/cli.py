@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
@@ -94,13 +96,39 @@ def _bytes_bar(total: int):
     return tqdm(total=total, desc="reading", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, delay=0.5)
 
 
+class _Interrupt:
+    """Ctrl-C, remembered: Python drops a KeyboardInterrupt raised while a finaliser runs
+    (it prints "Exception ignored" and goes on), so the report could finish and say it wrote
+    its files after the user stopped it. The flag outlives the dropped exception."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.seen = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.seen:
+            raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _Interrupt.seen = False
+    mine = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if mine:
+        signal.signal(signal.SIGINT, _Interrupt.handler)
     try:
         return _report(parser, args)
     except KeyboardInterrupt:  # Ctrl-C: nothing half-written is reported as written
         parser.exit(130, f"{parser.prog}: interrupted\n")
+    finally:
+        if mine:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -147,6 +175,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         fail(str(exc))
+    _Interrupt.check()
     paths = write_report(report, args.out, figs)
+    _Interrupt.check()
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
