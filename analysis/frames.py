@@ -13,6 +13,7 @@ False. :func:`load_frame` reads through the one reader and keeps the votes the o
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
@@ -21,7 +22,9 @@ from pairlab import record_table
 from pairlab.ratable import ratable_mask
 from pairlab.records import Record, is_human
 
-__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles"]
+__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles", "show_warnings"]
+
+_SHOWN_WARNINGS = 3
 
 COLUMNS = [
     "model_a",
@@ -170,3 +173,11 @@ def select_battles(
     if keep.all():  # nothing filtered: spare a copy of every column
         return frame
     return frame[keep].reset_index(drop=True)
+
+
+def show_warnings(caught: list) -> None:
+    """On stderr, the first few warnings :func:`load_frame` raised while reading, and how many more."""
+    for warning in caught[:_SHOWN_WARNINGS]:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if len(caught) > _SHOWN_WARNINGS:
+        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)

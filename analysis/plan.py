@@ -488,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from analysis.frames import load_frame
-    from analysis.ratings.cli import show_warnings
+    from analysis.frames import show_warnings
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -230,7 +230,7 @@ def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypa
     the report must still end with 130 and say nothing was written."""
     import signal
 
-    import analysis.report.estimates as estimates
+    import analysis.report.figures as figures_module
     from analysis.report.cli import main
     from pairlab.records import write_records
     from report_sample import synthetic_records
@@ -239,14 +239,14 @@ def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypa
         def __del__(self):
             signal.raise_signal(signal.SIGINT)  # Ctrl-C landing while Python collects an object
 
-    real = estimates.build_report_with_figures
+    real = figures_module.build_report_with_figures
 
     def build_then_interrupted(*args, **kwargs):
         out = real(*args, **kwargs)
         Finaliser()  # dropped at once: its __del__ runs, and the exception with it is dropped
         return out
 
-    monkeypatch.setattr(estimates, "build_report_with_figures", build_then_interrupted)
+    monkeypatch.setattr(figures_module, "build_report_with_figures", build_then_interrupted)
     votes = tmp_path / "votes.jsonl"
     write_records(votes, synthetic_records(300, seed=2))
     with pytest.raises(SystemExit) as stopped:

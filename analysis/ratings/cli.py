@@ -8,7 +8,7 @@ import json
 import sys
 import warnings
 
-from analysis.frames import load_frame
+from analysis.frames import load_frame, show_warnings
 from analysis.importers import describe_formats
 from analysis.regression import CLUSTERS, cluster_groups
 
@@ -61,7 +61,6 @@ Formats read:
 """ + describe_formats()
 
 # Importers warn once per skipped item; a few show what happened without drowning the table.
-_SHOWN_WARNINGS = 3
 
 _EPILOG = """\
 --json prints {"method": ..., "ratings": [{"model", "rating", "lower", "upper", "rank", "n"},
@@ -356,14 +355,6 @@ def _rate(frame, method: str, bootstrap: int, seed: int, level: float, options: 
             result = rate(frame, method, bootstrap=0, seed=seed, level=level, **options, l2=PRIOR_L2)
             return dataclasses.replace(result, warnings=(note, *result.warnings))
     return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
-
-
-def show_warnings(caught: list) -> None:
-    """The first few import warnings on stderr, and how many more there were."""
-    for warning in caught[:_SHOWN_WARNINGS]:
-        print(f"warning: {warning.message}", file=sys.stderr)
-    if len(caught) > _SHOWN_WARNINGS:
-        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
 
 
 def _filters(args: argparse.Namespace) -> str:

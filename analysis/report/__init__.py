@@ -15,7 +15,7 @@ _HOMES = {
     "RaterReport": "estimates",
     "Ratings": "estimates",
     "build_report": "estimates",
-    "build_report_with_figures": "estimates",
+    "build_report_with_figures": "figures",
     "figures": "figures",
     "main": "cli",
     "rating_frames": "estimates",

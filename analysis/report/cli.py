@@ -141,7 +141,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
-    from analysis.report.estimates import build_report_with_figures
+    from analysis.report.figures import build_report_with_figures
     from analysis.report.render import write_report
     from pairlab.ratable import leaderboard_votes
 

@@ -30,7 +30,7 @@ from pairlab import record_table
 from pairlab.models import family_of
 from pairlab.records import Record, saw_display_order
 
-__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "build_report_with_figures", "judge_worth_alone",
+__all__ = ["BiasReport", "RaterReport", "Ratings", "build_report", "build_report_drawing", "judge_worth_alone",
            "rating_frames"]
 
 STRONG_WEIGHT = 3.0  # Arena-Hard-Auto counts a strong verdict (A>>B) as three battles
@@ -259,7 +259,7 @@ def _build_report(
     timings: dict[str, RunTiming] | None = None,
     workers: int | None = None,
     cluster: str | None = None,
-    draw: bool = False,
+    draw: tuple[Sequence[str], Sequence[str], Callable] | None = None,
 ) -> tuple[BiasReport, dict[str, bytes] | None]:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`pairlab.record_table`).
@@ -341,7 +341,7 @@ def _build_report(
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
     tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task,
-             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged), "figure": _figure}
+             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged), "figure": draw[2] if draw else None}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     with Workers(n_workers, tasks) as pool:
@@ -356,7 +356,7 @@ def _build_report(
         ceilings = sorted({references[n] for n in judges
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
         # The figures of the raters' own estimates are drawn while the judges are judged, the rest after.
-        early, late = _figure_names(draw)
+        early, late = (list(draw[0]), list(draw[1])) if draw else ([], [])
         done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
                          for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued]
                         + [("ceiling", (r,)) for r in ceilings]
@@ -372,22 +372,6 @@ def _build_report(
             drawn.update(zip(late, pool.run([("figure", (f, report)) for f in late])))
     figs = {f: drawn[f] for f in (*early, *late) if drawn.get(f) is not None} if draw else None
     return report, figs
-
-
-def _figure_names(draw: bool) -> tuple[list[str], list[str]]:
-    """The figures drawn from the raters' own estimates, and those that need the judges judged
-    (both empty without ``draw``), in the report's order."""
-    if not draw:
-        return [], []
-    from analysis.report.figures import FIGURES, FROM_RATERS
-
-    return [f for f in FIGURES if f in FROM_RATERS], [f for f in FIGURES if f not in FROM_RATERS]
-
-
-def _figure(name: str, report: BiasReport) -> bytes | None:
-    from analysis.report.figures import figure
-
-    return figure(report, name)
 
 
 def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):
@@ -488,11 +472,13 @@ def build_report(*args, **kwargs) -> BiasReport:
     return _in_one_blas_thread(*args, **kwargs)[0]
 
 
-def build_report_with_figures(*args, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
-    """:func:`build_report`, and the report's figures as :func:`analysis.report.figures.figures`
-    gives them, drawn as tasks of the report's workers: those from the raters' own estimates
-    while the judges are judged, the rest side by side once they are."""
-    return _in_one_blas_thread(*args, draw=True, **kwargs)
+def build_report_drawing(*args, draw: tuple[Sequence[str], Sequence[str], Callable],
+                         **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
+    """:func:`build_report`, and figures drawn as tasks of its workers: ``draw`` is (the names
+    drawn from the raters' own estimates while the judges are judged, the names drawn once they
+    are, ``draw(name, report) -> PNG bytes or None``); see
+    :func:`analysis.report.figures.build_report_with_figures`."""
+    return _in_one_blas_thread(*args, draw=draw, **kwargs)
 
 
 def _in_one_blas_thread(*args, **kwargs):

@@ -18,14 +18,16 @@ import math
 
 import numpy as np
 
-from analysis.report.estimates import BiasReport
+from analysis.report.estimates import BiasReport, build_report_drawing
 from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
 from analysis.report.worth_section import projection_figure, worth_figure
 
-__all__ = ["families_figure", "figures", "length_figure", "position_figure", "ratings_figure", "swapped_seen"]
+
+__all__ = ["build_report_with_figures", "families_figure", "figures", "length_figure", "position_figure",
+           "ratings_figure", "swapped_seen"]
 
 MIN_BIN = 10  # fewest verdicts for a point of the length-bias curve
 # Cell text on the family heatmap: white on cells darker than this relative luminance,
@@ -285,6 +287,19 @@ def figure(report: BiasReport, name: str) -> bytes | None:
     """The figure ``name`` (a key of ``FIGURES``) as PNG bytes; None when it has nothing to show."""
     fig = FIGURES[name](report)
     return None if fig is None else png(fig)
+
+
+def _drawn(name: str, report: BiasReport) -> bytes | None:  # a worker task's argument order
+    return figure(report, name)
+
+
+def build_report_with_figures(*args, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
+    """:func:`analysis.report.build_report`, and the figures :func:`figures` gives, drawn as tasks
+    of the report's workers: those from the raters' own estimates while the judges are judged,
+    the rest side by side once they are."""
+    early = [f for f in FIGURES if f in FROM_RATERS]
+    late = [f for f in FIGURES if f not in FROM_RATERS]
+    return build_report_drawing(*args, draw=(early, late, _drawn), **kwargs)
 
 
 def figures(report: BiasReport) -> dict[str, bytes]:
