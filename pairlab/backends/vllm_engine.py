@@ -88,4 +88,5 @@ class VLLMModel(Model):
 
     def info(self) -> dict:
         return {"id": self.id, "backend": self.backend, "model": self.name, "family": self.family,
-                "weights_sha256": None, "vllm": self._vllm.__version__}
+                "weights_sha256": None, "vllm": self._vllm.__version__,
+                "dtype": str(self.llm.llm_engine.model_config.dtype)}
