@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from pairlab.records import LIKELIHOOD
+
 __all__ = ["duration", "fmt", "fmt_ci", "num"]
 
 
@@ -48,6 +50,10 @@ def duration(seconds) -> str:
 
 
 def no_order_note(rater) -> str:
-    """Why a rater has no position numbers (its ``position.display_order`` is False)."""
-    return ("the panel's verdict never saw a display order" if rater.panel_members
-            else "these verdicts never saw a display order")
+    """Why a rater has no position numbers (its ``position.display_order`` is False): a panel,
+    a judge's likelihood scores or its order-averaged verdicts."""
+    if rater.panel_members:
+        return "the panel's verdict never saw a display order"
+    if rater.rater.endswith(LIKELIHOOD):
+        return "the judge scored each answer alone, so no display order could sway it"
+    return "each verdict is the mean of both orders, so no display order could sway it"

@@ -17,7 +17,7 @@ from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from pairlab.records import LIKELIHOOD
+from analysis.report.formatting import no_order_note
 
 __all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "follows_position", "strongest_bias", "summary_blocks",
            "summary_json"]
@@ -231,20 +231,12 @@ def _do_not_use(name: str) -> str:
             "behind an OpenAI-compatible server).")
 
 
-def _why_no_order(r: RaterReport) -> str:
-    if r.panel_members:
-        return "the panel's verdict counts each member's both-orders vote, never a display order"
-    if r.rater.endswith(LIKELIHOOD):
-        return "the judge scored each answer alone, so no display order could sway it"
-    return "each verdict is the mean of both orders, so no display order could sway it"
-
-
 def _no_people_lines(r: RaterReport) -> tuple[str, ...]:
     lines = ["No human votes in the data: how often this judge agrees with people and how many human votes it is "
              "worth cannot be measured."]
     p, ln = r.position, r.length
     if not p.display_order:
-        lines.append(f"Position: none to measure: {_why_no_order(r)}.")
+        lines.append(f"Position: none to measure: {no_order_note(r)}.")
     elif p.consistency is not None:
         ci = f" {_pct_ci(p.consistency_ci)}" if p.consistency_ci else ""
         lines.append(f"Position consistency: the same verdict in both orders on {_pct(p.consistency)}{ci} of "
