@@ -347,8 +347,8 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     counts = None
     status = "interrupted"
     try:
-        counts = judge_pairs(model, pairs, config, files, judge_id=rater_id(args.judge, config.mode), judge_family=family, warn=_log,
-                             progress=not args.quiet, concurrency=in_flight)
+        counts = judge_pairs(model, pairs, config, files, judge_id=rater_id(args.judge, config.mode),
+                             judge_family=family, warn=_log, progress=not args.quiet, concurrency=in_flight)
         status = "complete"
     except BackendError as exc:
         status = "failed"
@@ -446,8 +446,8 @@ def _reproduce(args) -> int:
     try:
         pairs, inputs = _load_pairs(run)
         run_records = [r for r in read_records(_beside(where, manifest["outputs"]["records"]))
-                       if r.judge == rater_id(run.judge, config.mode) and r.meta.get("template_sha256") == config.template.sha256
-                       and r.meta.get("mode") == config.mode]
+                       if r.judge == rater_id(run.judge, config.mode)
+                       and r.meta.get("template_sha256") == config.template.sha256 and r.meta.get("mode") == config.mode]
     except (RecordError, OSError, KeyError) as exc:
         return _error(f"--reproduce {where}: {exc}")
     try:

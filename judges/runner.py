@@ -253,9 +253,13 @@ def logprob_context(model: Model, template: JudgeTemplate, messages: list[dict])
     """
     rendered = model.render(messages)
     prefix, _ = template.scoring_split()
-    if rendered and not rendered[-1].isspace() and prefix and not prefix[0].isspace():
-        return f"{rendered} {prefix}"
-    return rendered + prefix
+    return rendered + _continued(rendered, prefix)
+
+
+def _continued(rendered: str, text: str) -> str:
+    """``text`` as the model's first words after ``rendered``: a plain format ends "Answer:", after
+    which they start with a space; a chat template ends with a newline."""
+    return f" {text}" if rendered and not rendered[-1].isspace() and text and not text[0].isspace() else text
 
 
 def _derived_seed(*parts) -> int:
@@ -307,11 +311,7 @@ class _Judge:
         items = []
         for messages, _ in unique.values():
             context = self.model.render(messages[:1])
-            answer = messages[1]["content"]
-            # A plain format ends "Answer:"; the answer follows after a space, as the model writes it.
-            if context and not context[-1].isspace() and answer and not answer[0].isspace():
-                answer = " " + answer
-            items.append((context, answer))
+            items.append((context, _continued(context, messages[1]["content"])))
         scored = self.model.answer_logprobs(items)
         return {key: _Outcome(likelihood=pair) for key, pair in zip(unique, scored)}
 
@@ -443,20 +443,19 @@ class _Judge:
             strength = strength_from_label(self.template, parts[0].label)
         return Record(**fields, winner=winner, raw_output=raw, meta=meta, strength=strength)
 
-
     def _likelihood_record(self, fields: dict, parts: list[_Outcome], meta: dict) -> Record:
         fields["template"] = None
         (sum_a, n_a), (sum_b, n_b) = parts[0].likelihood, parts[1].likelihood
-        if not n_a or not n_b:
-            empty = " and ".join(side for side, n in (("response_a", n_a), ("response_b", n_b)) if not n)
+        sides = (("response_a", sum_a, n_a), ("response_b", sum_b, n_b))
+        empty = [side for side, _, n in sides if not n]
+        if empty:
+            return Record(**fields, winner=None, meta=meta, parse_error=f"{' and '.join(empty)} has no tokens: an "
+                                                                        "empty answer has no likelihood to compare")
+        too_long = [f"{side} ({n} tokens)" for side, total, n in sides if not math.isfinite(total)]
+        if too_long:
             return Record(**fields, winner=None, meta=meta,
-                          parse_error=f"{empty} has no tokens: an empty answer has no likelihood to compare")
-        if not (math.isfinite(sum_a) and math.isfinite(sum_b)):
-            long = " and ".join(side for side, x in (("response_a", sum_a), ("response_b", sum_b))
-                                if not math.isfinite(x))
-            return Record(**fields, winner=None, meta=meta,
-                          parse_error=f"{long} ({n_a if long == 'response_a' else n_b} tokens) with the question is "
-                                      "longer than the judge's context window: not scored")
+                          parse_error=f"{' and '.join(too_long)} with the question is longer than the judge's "
+                                      "context window: not scored")
         mean_a, mean_b = sum_a / n_a, sum_b / n_b
         meta["likelihood"] = {"mean_logprob": [round(mean_a, 6), round(mean_b, 6)], "tokens": [n_a, n_b]}
         prob = round(1.0 / (1.0 + math.exp(max(-50.0, min(50.0, mean_b - mean_a)))), 6)

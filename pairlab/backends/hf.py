@@ -260,12 +260,10 @@ class TransformersModel(Model):
         for context, answer in items:
             ids = self.tokenizer(context, add_special_tokens=add_special).input_ids
             rows.append((ids, self._tail(context, ids, answer, add_special)))
-        out: list[tuple[float, int]] = [(0.0, 0)] * len(items)
+        lengths = [len(ids) + len(tail) for ids, tail in rows]
         window = getattr(self.model.config, "max_position_embeddings", None) or float("inf")
-        order = sorted((i for i in range(len(rows)) if len(rows[i][0]) + len(rows[i][1]) <= window),
-                       key=lambda i: len(rows[i][0]) + len(rows[i][1]))
-        for i in set(range(len(rows))) - set(order):
-            out[i] = (float("nan"), len(rows[i][1]))
+        out = [(0.0, 0) if n <= window else (float("nan"), len(tail)) for n, (_, tail) in zip(lengths, rows)]
+        order = sorted((i for i, n in enumerate(lengths) if n <= window), key=lengths.__getitem__)
         bs = batch_size or self.batch_size
         for start in range(0, len(order), bs):
             chunk = order[start:start + bs]
