@@ -52,18 +52,25 @@ def test_style_control_is_scored_against_peoples_style_controlled_ratings():
     assert "style-controlled ratings" in styled["note"]
 
 
-def test_as_given_counts_each_pair_and_order_once():
-    """Pairs 0-99: nine people, unanimous, and the judge agrees in both orders; pairs 100-199: one
-    person, and the judge disagrees in both orders. Each pair and order once: 0.5 (every record
-    against every vote made it 18 agreeing of 20 vote pairs, 0.9)."""
+def _uneven_people(judge_orders) -> list:
+    """Pairs 0-99: nine people, unanimous for m1, and the judge agrees; pairs 100-199: one person,
+    and the judge disagrees. The judge's records of pair ``i`` are in the orders ``judge_orders(i)``."""
     recs = []
     for i in range(200):
         texts = {"m1": f"{i} first", "m2": f"{i} second"}
         many = i < 100
         for v in range(9 if many else 1):
             recs.append(_rec(i, "m1", "m2", True, f"human:{v}", texts))
-        for a, b in (("m1", "m2"), ("m2", "m1")):
+        for a, b in judge_orders(i):
             recs.append(_rec(i, a, b, (a == "m1") == many, "judge", texts))
+    return recs
+
+
+def test_as_given_counts_each_pair_and_order_once():
+    """Pairs 0-99: nine people, unanimous, and the judge agrees in both orders; pairs 100-199: one
+    person, and the judge disagrees in both orders. Each pair and order once: 0.5 (every record
+    against every vote made it 18 agreeing of 20 vote pairs, 0.9)."""
+    recs = _uneven_people(lambda i: (("m1", "m2"), ("m2", "m1")))
     got = report_json(build_report(recs, n_boot=50, rating_bootstrap=10, panel=False))["judges"]["judge"]["variants"]
     assert got["as_given"]["with_ties"] == pytest.approx(0.5)
 
@@ -91,14 +98,7 @@ def test_one_order_records_as_given_score_as_the_agreement_table():
     (nine on pairs 0-99, where the judge agrees; one on pairs 100-199, where it does not). The
     records as given are then the both-orders verdicts: each pair once made as given 0.5 beside the
     agreement table's 0.9, and the bootstrap marked both orders best over the same verdicts."""
-    recs = []
-    for i in range(200):
-        texts = {"m1": f"{i} first", "m2": f"{i} second"}
-        many = i < 100
-        for v in range(9 if many else 1):
-            recs.append(_rec(i, "m1", "m2", True, f"human:{v}", texts))
-        a, b = ("m1", "m2") if i % 2 else ("m2", "m1")
-        recs.append(_rec(i, a, b, (a == "m1") == many, "judge", texts))
+    recs = _uneven_people(lambda i: (("m1", "m2") if i % 2 else ("m2", "m1"),))
     data = report_json(build_report(recs, n_boot=200, rating_bootstrap=10, panel=False))["judges"]["judge"]
     variants, table = data["variants"], data["agreement"]
     assert table["with_ties"] == pytest.approx(0.9)
