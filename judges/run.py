@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=MODES, default="logprob",
                         help="logprob: one forward pass per order, prob_a from the verdict tokens' "
                         "probabilities (cannot fail to parse); generate: decode a judgment and parse its "
-                        "last verdict; likelihood: score each answer alone by its mean log-probability "
+                        "last verdict; likelihood: score each answer alone by its log-probability per byte "
                         "after the question (GPTScore), no template, no display position, rated as "
                         "JUDGE:likelihood (transformers judges; default: %(default)s)")
     parser.add_argument("--no-swap", action="store_true",
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="transformers judge on CPU: torch threads (default: the CPUs the 1-minute load average "
                         "leaves free, at least 1: on a busy machine two threads fighting for one core ran a "
                         "generation nine times slower than one thread)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (nor the weights' loading bar)")
     check = parser.add_argument_group("reproduce a finished run (instead of --pairs, --judge, --out)")
     check.add_argument("--reproduce", metavar="MANIFEST",
                        help="rerun a random sample of the run's batches (each whole) with the settings its "
@@ -300,10 +300,14 @@ def _load_judge(args, backend: str):
     else:
         kwargs = {"batch_size": args.batch_size or DEFAULT_BATCH[backend]} if backend == "transformers" else {}
     if backend == "transformers":
+        from transformers.utils import logging as hf_logging
+
         from pairlab.backends.hf import torch_gpu, use_free_cpus
 
         if not torch_gpu():
             use_free_cpus(args.threads)
+        if args.quiet:  # the weights' loading bar too
+            hf_logging.disable_progress_bar()
     model = get_model(args.judge, backend=backend, **kwargs)
     if backend == "openai":
         for warning in model.check():

@@ -42,6 +42,7 @@ from judges.verdicts import (
     parse_verdict,
     prob_a_from_scores,
     prob_a_pairwise,
+    prob_a_per_byte,
     strength_from_label,
     winner_from_label,
     winner_from_prob,
@@ -112,10 +113,12 @@ class JudgeConfig:
                                    "(meta.verdict_source = forced-slot)"
                                    if self.force_verdict and can_force(self.template) else "off")
         elif self.mode == "likelihood":
-            out["scoring"] = ("each answer alone, after the question in the judge's own chat format: its mean "
-                              "log-probability per token (GPTScore, Fu et al. 2023); prob_a is the logistic of "
-                              "the two means' difference, an order, not a calibrated probability; the template "
-                              "is not used and both orders get the same verdict")
+            out["scoring"] = ("each answer alone, after the question in the judge's own chat format: its "
+                              "log-probability per byte of text (GPTScore, Fu et al. 2023, normalised by bytes, not "
+                              "tokens, so no tokenizer sways it; Gao 2021 compares the normalisations); prob_a is the logistic of the two per-byte "
+                              "scores' difference times the pair's mean bytes per token, an order, not a "
+                              "calibrated probability; the template is not used and both orders get the same "
+                              "verdict")
         else:
             prefix, tokens = self.template.scoring_split()
             out["scoring"] = {"prefix": prefix, "verdict_tokens": tokens}
@@ -456,9 +459,11 @@ class _Judge:
             return Record(**fields, winner=None, meta=meta,
                           parse_error=f"{' and '.join(too_long)} with the question is longer than the judge's "
                                       "context window: not scored")
-        mean_a, mean_b = sum_a / n_a, sum_b / n_b
-        meta["likelihood"] = {"mean_logprob": [round(mean_a, 6), round(mean_b, 6)], "tokens": [n_a, n_b]}
-        prob = round(1.0 / (1.0 + math.exp(max(-50.0, min(50.0, mean_b - mean_a)))), 6)
+        bytes_a, bytes_b = (len(fields[side].encode("utf-8")) for side in ("response_a", "response_b"))
+        meta["likelihood"] = {"logprob_per_byte": [round(sum_a / bytes_a, 6), round(sum_b / bytes_b, 6)],
+                              "mean_logprob": [round(sum_a / n_a, 6), round(sum_b / n_b, 6)],
+                              "tokens": [n_a, n_b], "bytes": [bytes_a, bytes_b]}
+        prob = round(prob_a_per_byte((sum_a, n_a, bytes_a), (sum_b, n_b, bytes_b)), 6)
         return Record(**fields, winner=winner_from_prob(prob, self.config.tie_band), prob_a=prob, meta=meta)
 
 

@@ -159,6 +159,23 @@ def prob_a_pairwise(logprob_a: float, logprob_b: float) -> float:
     return _softmax([logprob_a, logprob_b])[0]
 
 
+def prob_a_per_byte(answer_a: tuple[float, int, int], answer_b: tuple[float, int, int]) -> float:
+    """Likelihood mode: which answer reads likelier to the judge, each given as (summed
+    log-probability, tokens, bytes of its UTF-8 text).
+
+    Per byte, not per token: a token's share of an answer depends on the tokenizer, and per
+    token the tokens two answers share (a common opening, a repeated question) thin out the
+    word that differs. On 36 right-vs-wrong pairs (``data/obvious_pairs*.jsonl``) per byte
+    named the right answer on 36 (smollm2) and 35 (gemma3), per token on 32 each, the sum on
+    29 and 30. The per-byte difference is taken to nats per token at the pair's mean bytes
+    per token, so prob_a moves on a per-token comparison's scale; an order, not a calibrated
+    probability.
+    """
+    (sum_a, n_a, bytes_a), (sum_b, n_b, bytes_b) = answer_a, answer_b
+    gap = (sum_b / bytes_b - sum_a / bytes_a) * (bytes_a + bytes_b) / (n_a + n_b)
+    return 1.0 / (1.0 + math.exp(max(-50.0, min(50.0, gap))))
+
+
 def prob_a_from_scores(logprobs_a: Sequence[float], logprobs_b: Sequence[float]) -> tuple[float, float, float]:
     """Absolute grading in logprob mode: (prob_a, expected score of A, expected score of B).
 

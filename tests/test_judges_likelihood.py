@@ -5,6 +5,7 @@ both answers (test_judges_order_averaged); scored alone they tell obvious pairs 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from pairlab.records import read_pairs, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
+MORE = ROOT / "data" / "obvious_pairs_more.jsonl"  # 30 more, written before any was scored
 
 
 @pytest.fixture(scope="module")
@@ -55,28 +57,45 @@ def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
 
 @pytest.mark.slow
 def test_likelihood_mode_gives_both_orders_one_verdict_and_tells_obvious_pairs_apart(tmp_path):
+    pairs_file = tmp_path / "obvious.jsonl"
+    pairs_file.write_text(OBVIOUS.read_text() + MORE.read_text())
     out = tmp_path / "scored.jsonl"
-    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(pairs_file), "--judge",
                            "smollm2-135m-instruct", "--mode", "likelihood", "--out", str(out), "--quiet"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    records, pairs = read_records(out), read_pairs(OBVIOUS)
-    assert len(records) == 2 * len(pairs)
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # --quiet: the summary, no loading bar
+    records, pairs = read_records(out), read_pairs(pairs_file)
+    assert len(pairs) == 36 and len(records) == 2 * len(pairs)
     assert {r.judge for r in records} == {"smollm2-135m-instruct:likelihood"}  # rated apart from the judge
     assert {r.judge_family for r in records} == {"smollm"}
     right = 0
     for pair in pairs:
         ab, ba = sorted((r for r in records if r.pair_id == pair.pair_id), key=lambda r: r.meta["order"])
-        assert ab.meta["likelihood"]["mean_logprob"] == ba.meta["likelihood"]["mean_logprob"][::-1]
+        assert ab.meta["likelihood"]["logprob_per_byte"] == ba.meta["likelihood"]["logprob_per_byte"][::-1]
         assert ab.prob_a == pytest.approx(1 - ba.prob_a, abs=2e-6)  # the display order changes nothing
         assert ab.winner_model == ba.winner_model
         right += ab.winner_model == "right"
-    # Shown both answers this judge names the first one in both orders (right on 3 of 6 after
-    # averaging); scored alone it was right on 5 of 6 here, the miss a near-tie (prob 0.5004).
-    assert right >= 4
+    # Per token this judge named the right answer on 32 of the 36 (the word that differs thinned
+    # out by the tokens both answers share, a truncated answer's few likely tokens preferred);
+    # per byte on 36, its closest call 0.09 nats.
+    assert right >= 35
     assert not (tmp_path / "scored.pairs.jsonl").exists()  # both orders are one verdict already
     manifest = json.loads((tmp_path / "scored.manifest.json").read_text())
-    assert "GPTScore" in manifest["settings"]["scoring"]
+    assert "GPTScore" in manifest["settings"]["scoring"] and "per byte" in manifest["settings"]["scoring"]
+
+
+def test_likelihood_verdict_is_per_byte_of_text_not_per_token():
+    """Two answers that share their opening, with smollm2's own sums: per token the shared
+    tokens thin out the one that differs and the Sun wins by a hair (-1.899 against -1.901);
+    per byte Earth does."""
+    from judges.verdicts import prob_a_per_byte
+
+    sun, earth = (-11.394, 6, len(b"We live on the Sun.")), (-9.503, 5, len(b"We live on Earth."))
+    assert prob_a_per_byte(sun, earth) < 0.48  # 0.467
+    assert prob_a_per_byte(earth, sun) == pytest.approx(1 - prob_a_per_byte(sun, earth))
+    # Equal text lengths and token counts: the per-token comparison, unchanged.
+    assert prob_a_per_byte((-4.0, 4, 20), (-8.0, 4, 20)) == pytest.approx(1 / (1 + math.exp(-1.0)))
 
 
 def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
