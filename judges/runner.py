@@ -413,6 +413,10 @@ class _Judge:
             return self._likelihood_record(fields, parts, meta)
         absolute = self.template.kind == ABSOLUTE
         if self.config.mode == "logprob":
+            if not all(math.isfinite(lp) for x in parts for lp in x.logprobs):
+                return Record(**fields, winner=None, meta=meta,
+                              parse_error="the judge prompt with its answers is longer than the judge's context "
+                                          "window: not judged")
             if absolute:
                 prob, expected_a, expected_b = prob_a_from_scores(parts[0].logprobs, parts[1].logprobs)
                 meta["expected_scores"] = [round(expected_a, 4), round(expected_b, 4)]

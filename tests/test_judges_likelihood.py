@@ -123,3 +123,26 @@ def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_pat
     assert counts.parse_failures == 2 and counts.records_written == 0
     failure = json.loads((tmp_path / "o.failures.jsonl").read_text().splitlines()[0])
     assert "context window" in failure["parse_error"]
+
+
+@pytest.mark.slow
+def test_logprob_mode_refuses_a_judge_prompt_past_the_window_as_likelihood_mode_does(tmp_path, smollm):
+    """Logprob mode read a verdict from a prompt past the judge's positions (RoPE answers from
+    positions it never learned); now such a pair is a failure record, the other pair judged."""
+    from judges.runner import JudgeConfig, judge_pairs
+    from judges.store import RunFiles
+    from judges.templates import get_template
+    from pairlab.records import Pair
+
+    window = smollm.model.config.max_position_embeddings
+    long = Pair(pair_id="long", prompt="Say something.", model_a="x", model_b="y",
+                response_a="word " * (window + 10), response_b="A short answer.")
+    short = Pair(pair_id="short", prompt="What is 2 + 2?", model_a="x", model_b="y",
+                 response_a="4.", response_b="7.")
+    with RunFiles(tmp_path / "o.jsonl") as files:
+        counts = judge_pairs(smollm, [long, short], JudgeConfig(get_template("prometheus-relative"), mode="logprob"),
+                             files, progress=False)
+    assert counts.parse_failures == 2 and counts.records_written == 2
+    failures = [json.loads(line) for line in (tmp_path / "o.failures.jsonl").read_text().splitlines()]
+    assert {f["pair_id"] for f in failures} == {"long"}
+    assert all("context window" in f["parse_error"] for f in failures)

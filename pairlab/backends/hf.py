@@ -221,18 +221,25 @@ class TransformersModel(Model):
         When every candidate is a single token after its context (the judges' verdict
         tokens), one forward pass per context suffices: read the next-token
         distribution at the context's last position. Otherwise each (context,
-        candidate) sequence is scored in its own row.
+        candidate) sequence is scored in its own row. A context longer, with its candidates,
+        than the model's positions gets NaN for each.
         """
         add_special = self._encode_flags(contexts)
         ctx_ids = [self.tokenizer(c, add_special_tokens=add_special).input_ids for c in contexts]
         cand_ids = [[self._tail(c, ids, cand, add_special) for cand in candidates]
                     for c, ids in zip(contexts, ctx_ids)]
         out: list[list[float]] = [[0.0] * len(candidates) for _ in contexts]
+        # A context that with its candidates passes the model's positions would be read past
+        # its window (a RoPE model answers anyway, from positions it never learned): NaN, unscored.
+        window = getattr(self.model.config, "max_position_embeddings", None) or float("inf")
+        fits = [len(ids) + max(map(len, row), default=0) <= window for ids, row in zip(ctx_ids, cand_ids)]
+        for i in (i for i, ok in enumerate(fits) if not ok):
+            out[i] = [float("nan")] * len(candidates)
         single = all(len(t) == 1 for row in cand_ids for t in row)
         if single:
-            seqs = [(i, None, ctx_ids[i], None) for i in range(len(contexts))]
+            seqs = [(i, None, ctx_ids[i], None) for i in range(len(contexts)) if fits[i]]
         else:
-            seqs = [(i, j, ctx_ids[i], cand_ids[i][j]) for i in range(len(contexts))
+            seqs = [(i, j, ctx_ids[i], cand_ids[i][j]) for i in range(len(contexts)) if fits[i]
                     for j in range(len(candidates))]
         bs = batch_size or self.batch_size
         seqs.sort(key=lambda s: len(s[2]) + (len(s[3]) if s[3] else 0))
