@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="logprob mode: call it a tie when |prob_a - 0.5| <= W (default: %(default)s)")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip malformed PAIRS lines (listed in a summary) instead of stopping at the first")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                        help="local judges: the weights' precision, one of the known causes of verdicts that differ "
+                        "between machines (default: transformers float32 on CPU and bfloat16 on a GPU; vLLM its own "
+                        "choice, bfloat16 on CPU; a server's is the server's)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="transformers judge on CPU: torch threads (default: the CPUs the 1-minute load average "
                         "leaves free, at least 1: on a busy machine two threads fighting for one core ran a "
@@ -223,6 +227,8 @@ def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
         args.concurrency = DEFAULT_CONCURRENCY if args.concurrency is None else args.concurrency
         if args.concurrency < 1:
             parser.error("--concurrency must be at least 1")
+        if args.dtype:
+            parser.error("--dtype is for local judges; a server judge runs at the precision its server loaded")
     else:
         for flag, given in (("--concurrency", args.concurrency is not None), ("--endpoint", args.endpoint),
                             ("--chat-template", args.chat_template)):
@@ -299,6 +305,8 @@ def _load_judge(args, backend: str):
             kwargs["template"] = args.chat_template
     else:
         kwargs = {"batch_size": args.batch_size or DEFAULT_BATCH[backend]} if backend == "transformers" else {}
+        if args.dtype:
+            kwargs["dtype"] = args.dtype
     if backend == "transformers":
         from transformers.utils import logging as hf_logging
 

