@@ -480,6 +480,9 @@ def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerMo
     return fit
 
 
+_CHUNK_CELLS = 2_000_000
+
+
 def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool | np.ndarray = True,
                              draws: np.ndarray | None = None) -> list[PerModelPPI | Exception]:
     """:func:`fit_ppi_per_model` with each row of ``weights`` ``(rounds, rows)`` as its weight
@@ -525,17 +528,22 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool 
         ones = grid == 1
         theta_g[ones] = theta_1[[pilot[int(r)] for r in rows[ones]]]
         p_g[ones] = p_1[[pilot[int(r)] for r in rows[ones]]]
-        inside = np.flatnonzero(~ones)
-        if len(inside):
-            theta_g[inside], p_g[inside], failed = _solve(data, w[rows[inside]], grid[inside], n[rows[inside]],
-                                                          big_n[rows[inside]])
-            for k, exc in failed.items():
-                errors.setdefault(int(rows[inside[k]]), exc)
         cov_g = np.zeros((len(rows), m, m))
-        if len(rows):
-            cov_g, failed = _fit_at(data, w[rows], grid, n[rows], big_n[rows], theta_g, p_g, at(rows))
+        # A judge's fits at every round's lambdas at once held 3.7 GB for 30 models (5,000 fits of
+        # 5,000 rows); in chunks of about _CHUNK_CELLS (fit, row) cells they hold 0.8 GB.
+        step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
+        for start in range(0, len(rows), step):
+            at_g = np.arange(start, min(start + step, len(rows)))
+            inside = at_g[~ones[at_g]]
+            if len(inside):
+                theta_g[inside], p_g[inside], failed = _solve(data, w[rows[inside]], grid[inside], n[rows[inside]],
+                                                              big_n[rows[inside]])
+                for k, exc in failed.items():
+                    errors.setdefault(int(rows[inside[k]]), exc)
+            cov_g[at_g], failed = _fit_at(data, w[rows[at_g]], grid[at_g], n[rows[at_g]], big_n[rows[at_g]],
+                                          theta_g[at_g], p_g[at_g], at(rows[at_g]))
             for k, exc in failed.items():
-                errors.setdefault(int(rows[k]), exc)
+                errors.setdefault(int(rows[at_g[k]]), exc)
     ok = np.array([r not in errors for r in range(rounds)])
     classical_theta = np.array([f.classical_theta if ok[r] else np.zeros(m) for r, f in enumerate(people)])
     classical_sd = np.array([np.sqrt(np.clip(np.diag(f.classical_covariance), 0, None)) if ok[r] else np.ones(m)
