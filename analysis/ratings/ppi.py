@@ -447,7 +447,10 @@ class PerModelPPI:
     (centred log-strengths; model k's is coordinate k of the fit at its ``lambda``, centred
     there), ``lam`` per model, and people's alone (``classical_sd``, ``n_human`` their votes).
     With the fallback, a model whose tuned interval came out wider than people's alone takes
-    ``lambda = 0``."""
+    ``lambda = 0``. Each coordinate is unbiased for people's rating, but the vector's sum is
+    not 0 (its sd was 40% of one coordinate's, 2000 draws of tests/test_worth_coverage.py's
+    informative design) and the covariance between coordinates of different fits is not
+    estimated: read a model's rating and width, not gaps between models (rank sets need one fit)."""
 
     models: pd.Index
     theta: np.ndarray
