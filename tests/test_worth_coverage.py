@@ -55,7 +55,7 @@ SCENARIOS = {  # models, judged pairs, pairs with a human vote, the judge's slop
     "sparse": (8, 600, 120, 1.5),
     "useless": (5, 400, 100, 0.0),
     # 6 models, 20 votes a model: people alone cannot rate the models in 10% of the bootstrap
-    # rounds, in over a quarter of them in one run of ten (no interval there).
+    # rounds on average, in over a quarter of them in 8% of runs (no interval there).
     "very sparse": (6, 300, 60, 1.5),
 }
 SUBSAMPLED = (5, 500, 500, 1.5)  # people on every pair; the worth is priced at DESIGN_SHARE of them
