@@ -313,7 +313,8 @@ def percentile_interval(samples, level: float = 0.95, axis: int = 0, *, nan: boo
 
 
 
-def log_normal_interval(samples, estimate: float, level: float = 0.95) -> tuple[float, float] | None:
+def log_normal_interval(samples, estimate: float, level: float = 0.95, n_infinite: int = 0
+                        ) -> tuple[float, float] | None:
     """``estimate * exp(-+ z * s)``: a normal interval on the log scale (the delta method for a
     positive ratio) whose standard error ``s`` is the bootstrap replicates' spread of
     ``log(samples)``, read robustly as their interquartile range over 1.349 (the normal's;
@@ -322,15 +323,24 @@ def log_normal_interval(samples, estimate: float, level: float = 0.95) -> tuple[
     little more) and in sparse designs a few replicates, near-separated for people alone, run
     far out; the percentile interval followed the first (in tests/test_worth_coverage.py's sparse
     design it lay above the true ratio in 7.5% of runs), the bias-corrected one over-corrected
-    it (below in 10%) and a plain standard deviation follows the second. None without two positive finite replicates
-    or without a positive estimate."""
+    it (below in 10%) and a plain standard deviation follows the second. ``n_infinite`` more
+    replicates are infinite (a resample whose denominator does not exist): they take the top of
+    the order instead of being left out, which would read the quartiles low. None without two
+    positive finite replicates, without a positive estimate, or when the upper quartile is
+    infinite (about a quarter of the replicates or more)."""
     from scipy.stats import norm
 
     samples = np.asarray(samples, dtype=float)
     samples = samples[np.isfinite(samples) & (samples > 0)]
     if len(samples) < 2 or not estimate > 0:
         return None
-    q1, q3 = np.percentile(np.log(samples), [25, 75])
+    logs = np.r_[np.sort(np.log(samples)), np.full(n_infinite, np.inf)]
+    position = (len(logs) - 1) * np.array([0.25, 0.75])  # np.percentile's (linear) positions
+    below, share = np.floor(position).astype(int), position % 1
+    above = np.minimum(below + 1, len(logs) - 1)
+    if not np.isfinite(logs[above[1]] if share[1] > 0 else logs[below[1]]):
+        return None
+    q1, q3 = logs[below] + share * (logs[above] - logs[below])
     half = norm.ppf(0.5 + level / 2) * (q3 - q1) / (2 * norm.ppf(0.75))
     return float(estimate * np.exp(-half)), float(estimate * np.exp(half))
 

@@ -66,3 +66,38 @@ def test_design_subsample_of_kinds_is_a_draw_without_replacement_of_clusters():
         np.testing.assert_allclose(draws.mean(axis=0), mean, rtol=0.03)
         np.testing.assert_allclose(draws.var(axis=0), var, rtol=0.1)
     assert np.mean(votes) == pytest.approx(mean @ _N_HUMAN[:3], rel=0.02)
+
+
+def _sparse_battles(seed: int, m: int = 12, pairs: int = 480, votes: int = 96) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """People on ``votes`` of a judge's ``pairs`` among ``m`` models (16 votes a model by default)."""
+    rng = np.random.default_rng(seed)
+    models = np.array([f"m{k:02d}" for k in range(m)])
+    i = rng.integers(0, m, pairs)
+    j = (i + rng.integers(1, m, pairs)) % m
+    eta = np.linspace(-0.8, 0.8, m)[i] - np.linspace(-0.8, 0.8, m)[j] + rng.normal(0, 1.5, pairs)
+
+    def frame(won, **extra):
+        return pd.DataFrame({"model_a": models[i], "model_b": models[j], "pair_id": [f"p{k}" for k in range(pairs)],
+                             "winner": np.where(won, "model_a", "model_b"), **extra})
+
+    people = frame(rng.random(pairs) < 1 / (1 + np.exp(-eta)), judge="human", judge_type="human")
+    judge = frame(rng.random(pairs) < 1 / (1 + np.exp(-1.5 * eta)), judge="J", judge_type="llm")
+    return people.iloc[np.sort(rng.choice(pairs, votes, replace=False))], judge
+
+
+def test_too_few_votes_per_model_get_no_worth_interval_and_say_why():
+    """12 models, 16 human votes a model: people alone cannot rate the models in about a third of
+    the bootstrap rounds. Those rounds were left out and the rest gave an interval read from
+    quartiles read low (the rounds left out are the ones people alone know least in); they now
+    count as infinite ratios, and with over a quarter of them the worth has no interval, and the
+    report says why instead of reading a judge that adds little."""
+    from analysis.judging.worth import judge_worth
+    from analysis.report.summary import _action, _worth_line
+
+    for seed in (0, 2):  # 33% and 42% of the rounds (one draw in three of this design gets an interval)
+        worth = judge_worth(*_sparse_battles(seed), "J", seed=0, cluster="pair")
+        assert worth.ratio_ci is None and worth.effective_ci is None, worth.ratio_ci
+        assert worth.no_interval.startswith("too few human votes per model to price the judge: 16 per model"), \
+            worth.no_interval
+        assert worth.no_interval in _worth_line(worth)
+        assert _action("J", worth, None).startswith("Collect more human votes before deciding on J")

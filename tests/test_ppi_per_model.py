@@ -3,6 +3,7 @@ one model's must not widen any model's interval beyond people's alone, which one
 by every model does."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, ppi_data
@@ -51,7 +52,6 @@ def test_a_useless_judges_worth_interval_can_fall_below_one():
 def test_prompt_bootstrap_round_is_the_fit_of_the_prompts_copied():
     """A bootstrap round that draws prompt g k_g times, given as weights and draws, has the
     covariance of the data with each drawn prompt copied k_g times as distinct prompts."""
-    import pandas as pd
 
     from analysis.ratings.ppi import fit_ppi_rounds
 
@@ -106,3 +106,36 @@ def test_designs_fitted_together_are_each_designs_own_per_model_fit():
                 expected = (0.0, people_sd[k]) if sd > people_sd[k] else (lam, sd)
                 assert (fit.lam[k], fit.sd[k]) == pytest.approx(expected, rel=1e-9, abs=1e-12)
             assert np.allclose(fit.classical_sd, people_sd, rtol=1e-12)
+
+
+def test_the_headline_worth_is_read_from_the_per_model_fits():
+    """A judge sharp on the pairs among four of six models and flipping coins on the rest: one
+    lambda shared by every model narrows some models' intervals by widening others' (by 5-7%
+    here), and a headline worth read from that fit averaged both, while the per-model widths
+    beside it said another thing (their mean 0.01-0.02 below the headline's width). The headline
+    comes from the per-model fits: its mean width is theirs, and no model's is widened."""
+    from analysis.judging.worth import judge_worth
+
+    models = np.array([f"m{k}" for k in range(6)])
+    strength = np.linspace(-0.6, 0.6, 6)
+    gaps = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        n = 1500
+        i = rng.integers(0, 6, n)
+        j = (i + rng.integers(1, 6, n)) % 6
+        eta = strength[i] - strength[j] + rng.normal(0, 1.5, n)
+        sharp = (i < 4) & (j < 4)
+        judge_won = rng.random(n) < np.where(sharp, 1 / (1 + np.exp(-4 * eta)), 0.5)
+        people_won = rng.random(n) < 1 / (1 + np.exp(-eta))
+
+        def frame(won, **extra):
+            return pd.DataFrame({"model_a": models[i], "model_b": models[j], "pair_id": [f"p{k}" for k in range(n)],
+                                 "winner": np.where(won, "model_a", "model_b"), **extra})
+
+        people = frame(people_won, judge="human", judge_type="human")[rng.random(n) < 0.2]
+        worth = judge_worth(people, frame(judge_won, judge="J", judge_type="llm"), "J", seed=0, cluster="pair")
+        widths = worth.per_model["width_ratio"].to_numpy()
+        assert widths.max() <= 1.0 + 1e-12, widths
+        gaps.append(abs(worth.ratio ** -0.5 - widths.mean()))
+    assert max(gaps) <= 0.005, gaps

@@ -19,7 +19,8 @@ import pandas as pd
 
 from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_rounds, ppi_data
+from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_rounds,
+                                  ppi_data)
 from analysis.ratings.table import z_two_sided
 from analysis.regression import log_normal_interval
 
@@ -59,9 +60,11 @@ class JudgeWorth:
     lam_all: float  # lambda of the fit on every human vote
     n_dropped_votes: int  # human votes on pairs this judge never judged (left out here)
     all_labelled: bool = False  # people on every judged pair: the PPI ratings are people's own
-    # Per model at the design's share, lambda tuned for each model (PPI++ per coordinate):
-    # model, lam, width_ratio (its interval's width with the judge over people's alone, <= 1).
+    # Per model at the design's share, lambda tuned for each model (PPI++ per coordinate), the
+    # fits the worth is read from: model, lam, width_ratio (its interval's width with the judge
+    # over people's alone, <= 1).
     per_model: pd.DataFrame | None = None
+    no_interval: str | None = None  # why the worth has no interval (too few votes per model)
 
     @property
     def n_narrowed(self) -> int:
@@ -120,8 +123,8 @@ def _bootstrapped(weight: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def _width(covariance: np.ndarray, level: float) -> float:
-    return float(2 * z_two_sided(level) * ELO_SCALE * np.sqrt(np.clip(np.diag(covariance), 0, None)).mean())
+def _width(sd: np.ndarray, level: float) -> float:
+    return float(2 * z_two_sided(level) * ELO_SCALE * sd.mean())
 
 
 def _curve_designs(data: PPIData, rng: np.random.Generator) -> list[tuple[float, np.ndarray]]:
@@ -131,7 +134,7 @@ def _curve_designs(data: PPIData, rng: np.random.Generator) -> list[tuple[float,
             for share in _FRACTIONS for _ in range(_DRAWS if share < 1 else 1)]
 
 
-def _curve(shares: list[float], fits: list[PPIFit | Exception], level: float) -> tuple[WidthPoint, ...]:
+def _curve(shares: list[float], fits: list[PerModelPPI | Exception], level: float) -> tuple[WidthPoint, ...]:
     """Mean widths per share over its draws' fits, a draw whose votes do not connect the models
     left out; a share with fewer than half its draws fitted has no point."""
     points = []
@@ -142,8 +145,8 @@ def _curve(shares: list[float], fits: list[PPIFit | Exception], level: float) ->
             points.append(WidthPoint(
                 share=share,
                 n_votes=float(np.mean([f.n_human for f in fitted])),
-                people=float(np.mean([_width(f.classical_covariance, level) for f in fitted])),
-                people_and_judge=float(np.mean([_width(f.covariance, level) for f in fitted])),
+                people=float(np.mean([_width(f.classical_sd, level) for f in fitted])),
+                people_and_judge=float(np.mean([_width(f.sd, level) for f in fitted])),
             ))
     return tuple(points)
 
@@ -206,26 +209,41 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         rows_group = np.r_[data.group, data.group]  # the rows of _design_rows
         rounds_drawn = [draw_design() * k[rows_group] for k in prompt_draws]
     shares, curve_drawn = zip(*_curve_designs(data, rng))
-    # Bootstrap rounds keep their tuned fit even where it is wider than people's alone, so the
-    # ratio's interval can fall below 1x (a useless judge's did not, and covered its true value never).
-    fallback = np.r_[np.ones(1 + n_point, bool), np.zeros(rounds, bool), np.ones(len(curve_drawn), bool)]
+    rows = _design_rows(data)
+    # The ratings table as collected takes one lambda: its rank sets need the ratings' whole
+    # covariance, which per-model fits (one coordinate from each) do not give.
+    (fit,) = fit_ppi_rounds(rows, collected[None])
+    if isinstance(fit, Exception):
+        raise fit
+    # The worth, its interval and the curve from PPI++'s per-model lambda: one lambda for every
+    # model narrowed some models' intervals by widening others' (issue 26), and the headline
+    # averaged both. Bootstrap rounds keep their tuned fits even where wider than people's alone,
+    # so the ratio's interval can fall below 1x (a useless judge's did not, and covered its true
+    # value never).
+    fallback = np.r_[np.ones(n_point, bool), np.zeros(rounds, bool), np.ones(len(curve_drawn), bool)]
     draws = None
     if prompt_draws is not None:  # the other fits take every prompt once
         draws = np.ones((len(fallback), prompt_draws.shape[1]))
-        draws[1 + n_point:1 + n_point + rounds] = prompt_draws
-    fits = fit_ppi_rounds(_design_rows(data), np.array([collected, *point_drawn, *rounds_drawn, *curve_drawn]),
-                          fallback=fallback, draws=draws)
-    fit, point = fits[0], fits[1:1 + n_point]
-    resampled, curve_fits = fits[1 + n_point:1 + n_point + rounds], fits[1 + n_point + rounds:]
-    for f in (fit, *point):
-        if isinstance(f, Exception):  # the fit as collected or a design's: the judge gets none
+        draws[n_point:n_point + rounds] = prompt_draws
+    fits = fit_ppi_per_model_rounds(rows, np.array([*point_drawn, *rounds_drawn, *curve_drawn]),
+                                    fallback=fallback, draws=draws)
+    point, resampled, curve_fits = fits[:n_point], fits[n_point:n_point + rounds], fits[n_point + rounds:]
+    for f in point:
+        if isinstance(f, Exception):  # a design's fit: the judge gets none
             raise f
     n_votes = float(np.mean([f.n_human for f in point]))
-    ratio = float(np.mean([f.effective_human_votes / f.n_human for f in point]))
-    # A resample whose comparisons are disconnected (or whose fit fails) is left out.
-    ratios = [f.effective_human_votes / f.n_human for f in resampled if not isinstance(f, Exception)]
+    ratio = float(np.mean([f.ratio for f in point]))
+    ratios = [f.ratio for f in resampled if not isinstance(f, Exception)]
     ratio_ci = worth_interval(ratios, ratio, rounds, level)
-    per_model = _per_model(_design_rows(data), point_drawn)
+    no_interval, failed = None, 1 - len(ratios) / rounds
+    if ratio_ci is None:
+        per_model_votes = 2 * n_votes / data.n_models  # a vote counts for both its models
+        no_interval = (f"too few human votes per model to price the judge: {per_model_votes:.0f} per model, and "
+                       f"people's votes alone could not rate the models in {failed:.0%} of the bootstrap "
+                       "resamples (an interval needs them rated in about three quarters or more)"
+                       if failed >= 0.25 else "its bootstrap rounds gave no finite spread to read an interval from")
+    per_model = pd.DataFrame({"model": rows.models.astype(str), "lam": np.mean([f.lam for f in point], axis=0),
+                              "width_ratio": np.mean([f.width_ratio for f in point], axis=0)})
     design = (f"people on a random {DESIGN_SHARE:.0%} of the judge's {n_judged} pairs (drawn from the "
               f"{n_labelled} pairs people voted on), the judge on all of them" if subsampled else
               f"as collected: people on {n_labelled} of the judge's {n_judged} pairs, the judge on all of them")
@@ -235,7 +253,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         n_human=n_votes,
         n_human_pairs=round(DESIGN_SHARE * n_judged) if subsampled else n_labelled,
         n_judge=n_judged,
-        lam=float(np.mean([f.lam for f in point])),
+        lam=float(np.mean([f.lam for f in point])),  # over models and the design's draws
         effective_votes=ratio * n_votes,
         effective_ci=None if ratio_ci is None else (ratio_ci[0] * n_votes, ratio_ci[1] * n_votes),
         ratio=ratio,
@@ -246,26 +264,20 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         n_dropped_votes=len(human) - round(data.totals()[0]),
         all_labelled=n_labelled == n_judged,
         per_model=per_model,
+        no_interval=no_interval,
         projection=None if n_labelled == n_judged else _projection(human, judge, name),
     )
 
 
 def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float = 0.95) -> tuple[float, float] | None:
     """The interval of a judge's worth ``ratio`` from the ratios of its bootstrap rounds that
-    were fitted (:func:`analysis.regression.log_normal_interval`); None when fewer than half of
-    the ``rounds`` were (people's votes alone then often do not pin the ratings down)."""
-    return log_normal_interval(ratios, ratio, level) if len(ratios) >= rounds / 2 else None
-
-
-def _per_model(rows: PPIData, designs: list[np.ndarray]) -> pd.DataFrame | None:
-    """Each model's lambda and width ratio (:func:`.fit_ppi_per_model_rounds`), averaged over the
-    design's draws; None when a draw cannot be fitted."""
-    try:
-        fits = fit_ppi_per_model_rounds(rows, np.array(designs))
-    except (ValueError, RuntimeError):
-        return None
-    return pd.DataFrame({"model": rows.models.astype(str), "lam": np.mean([f.lam for f in fits], axis=0),
-                         "width_ratio": np.mean([f.width_ratio for f in fits], axis=0)})
+    were fitted (:func:`analysis.regression.log_normal_interval`). A round that was not is one
+    whose people's votes alone cannot rate the models (comparisons disconnected, a model with
+    only wins or only losses): people's alone know nothing there, so its ratio is infinite and
+    it counts at the top of the order; leaving it out read the quartiles low (a 12-model design
+    with 16 votes a model lost 30% of its rounds). None where more than about a quarter of the
+    ``rounds`` were not fitted: the upper quartile is then infinite (too few votes per model)."""
+    return log_normal_interval(ratios, ratio, level, n_infinite=rounds - len(ratios))
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],
@@ -283,4 +295,6 @@ def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataF
             continue
         if worth is not None:
             out.append(worth)
+            if worth.no_interval:
+                notes.append(f"{name}: no interval for its worth: {worth.no_interval}")
     return tuple(out), tuple(notes)

@@ -426,15 +426,15 @@ def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarr
         return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
-def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
-                   ) -> tuple[np.ndarray, dict[int, Exception]]:
+def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+                   draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """PPI++'s per-coordinate ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, sec. 2.2, the
     coordinate-wise form): for each model the ``lambda`` minimising its own rating's variance,
     ``-[J^-1 (C + C^T) J^-1]_mm / (2 [J^-1 V J^-1]_mm)``, clipped to [0, 1]; ``(rounds, models)``."""
     sc = _scores(data, weights, p, n, big_n)
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
+    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
     denominator = 2 * np.diagonal(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.diagonal(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -444,8 +444,13 @@ def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndar
 @dataclass(frozen=True)
 class PerModelPPI:
     """Each model's rating from its own ``lambda`` (PPI++ per coordinate): ``theta`` and ``sd``
-    (centred log-strengths), ``lam`` per model, and people's alone (``classical_sd``). A model
-    whose tuned interval came out wider than people's alone takes ``lambda = 0``."""
+    (centred log-strengths; model k's is coordinate k of the fit at its ``lambda``, centred
+    there), ``lam`` per model, and people's alone (``classical_sd``, ``n_human`` their votes).
+    With the fallback, a model whose tuned interval came out wider than people's alone takes
+    ``lambda = 0``. Each coordinate is unbiased for people's rating, but the vector's sum is
+    not 0 (its sd was 40% of one coordinate's, 2000 draws of tests/test_worth_coverage.py's
+    informative design) and the covariance between coordinates of different fits is not
+    estimated: read a model's rating and width, not gaps between models (rank sets need one fit)."""
 
     models: pd.Index
     theta: np.ndarray
@@ -453,53 +458,108 @@ class PerModelPPI:
     lam: np.ndarray
     classical_theta: np.ndarray
     classical_sd: np.ndarray
+    n_human: float = 0.0
 
     @property
     def width_ratio(self) -> np.ndarray:
         """Per model: its interval's width with the judge over people's alone (1: no help)."""
         return self.sd / self.classical_sd
 
+    @property
+    def ratio(self) -> float:
+        """What one human vote is worth with the judge: ``(mean classical sd / mean sd)^2``, the
+        votes people alone would need for intervals as narrow on average, per vote in hand
+        (widths shrink as ``1/sqrt(n)``; :attr:`PPIFit.effective_human_votes` for one lambda)."""
+        sd = self.sd.mean()
+        return float((self.classical_sd.mean() / sd) ** 2) if sd > 0 else float("nan")
+
 
 def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
     """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
     distinct ``lambda``, each model's rating and variance read from the fit at its own."""
     (fit,) = fit_ppi_per_model_rounds(data, data.weight[None] if weights is None else np.asarray(weights)[None])
+    if isinstance(fit, Exception):
+        raise fit
     return fit
 
 
-def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray) -> list[PerModelPPI]:
+_CHUNK_CELLS = 2_000_000
+
+
+def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool | np.ndarray = True,
+                             draws: np.ndarray | None = None) -> list[PerModelPPI | Exception]:
     """:func:`fit_ppi_per_model` with each row of ``weights`` ``(rounds, rows)`` as its weight
-    (a judge's designs), every round's fits at its distinct ``lambda`` solved in one batch
-    (:func:`fit_ppi_rounds`), each as its own fit would come out. Raises the first error of
-    any round."""
+    (a judge's designs and their bootstrap rounds), every round's fits at its distinct
+    ``lambda`` solved in one batch, each as its own fit would come out. A round whose fit
+    fails holds the error in its place (:func:`fit_ppi_rounds`). ``fallback`` False for a
+    round: its models keep their tuned fits even where wider than people's alone (a bootstrap
+    round of a judge's worth, whose interval must be free to fall below 1x). ``draws`` as
+    :func:`fit_ppi_rounds`'s."""
     w = np.asarray(weights, dtype=float)
+    rounds, m = len(w), data.n_models
     n, big_n = w @ data.n_human, w @ data.n_judge
+    fallback = np.broadcast_to(fallback, (rounds,))
+
+    def at(rows: np.ndarray) -> np.ndarray | None:
+        return None if draws is None else draws[rows]
+
+    people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
+    errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
+
+    def fail(rows: np.ndarray, failed: dict[int, Exception]) -> np.ndarray:
+        for k, exc in failed.items():
+            errors[int(rows[k])] = exc
+        return np.delete(rows, np.fromiter(failed, dtype=np.int64, count=len(failed)))
+
+    live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
+    if not len(live):
+        return [errors[r] for r in range(rounds)]
+    lams = np.zeros((rounds, m))
     with one_blas_thread():
-        _, p, failed = _solve(data, w, np.ones(len(w)), n, big_n)
-        if failed:
-            raise failed[min(failed)]
-        lams, failed = _tuned_lambdas(data, w, p, n, big_n)
-        if failed:
-            raise failed[min(failed)]
-    grids = [np.unique(np.r_[row, 0.0]) for row in lams]
-    fits = fit_ppi_rounds(data, w[np.repeat(np.arange(len(w)), [len(g) for g in grids])], np.concatenate(grids))
-    for fit in fits:
-        if isinstance(fit, Exception):
-            raise fit
-    out, start = [], 0
-    for round_lams, grid in zip(lams, grids):
-        at = dict(zip(grid.tolist(), fits[start:start + len(grid)]))
-        start += len(grid)
-        people = at[0.0]
-        classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
-        m = np.arange(len(round_lams))
-        theta = np.array([at[float(round_lams[k])].theta[k] for k in m])
-        sd = np.array([np.sqrt(max(at[float(round_lams[k])].covariance[k, k], 0.0)) for k in m])
-        wider = sd > classical_sd
-        theta[wider], sd[wider] = people.classical_theta[wider], classical_sd[wider]
-        out.append(PerModelPPI(data.models, theta, sd, np.where(wider, 0.0, round_lams), people.classical_theta,
-                               classical_sd))
-    return out
+        theta_1, p_1, failed = _solve(data, w[live], np.ones(len(live)), n[live], big_n[live])
+        keep = np.setdiff1d(np.arange(len(live)), list(failed))
+        theta_1, p_1, live = theta_1[keep], p_1[keep], fail(live, failed)
+        lams[live], failed = _tuned_lambdas(data, w[live], p_1, n[live], big_n[live], at(live))
+        keep = np.setdiff1d(np.arange(len(live)), list(failed))
+        theta_1, p_1, live = theta_1[keep], p_1[keep], fail(live, failed)
+        # One fit per round and distinct lambda in (0, 1]: 0 is people's fit, 1 the pilot's solution.
+        grids = {int(r): np.unique(lams[r][lams[r] > 0]) for r in live}
+        rows = np.array([r for r in live for _ in grids[int(r)]], dtype=np.int64)
+        grid = np.concatenate([grids[int(r)] for r in live]) if len(live) else np.zeros(0)
+        theta_g, p_g = np.zeros((len(rows), m)), np.zeros((len(rows), len(data.i)))
+        pilot = dict(zip(live.tolist(), range(len(live))))
+        ones = grid == 1
+        theta_g[ones] = theta_1[[pilot[int(r)] for r in rows[ones]]]
+        p_g[ones] = p_1[[pilot[int(r)] for r in rows[ones]]]
+        cov_g = np.zeros((len(rows), m, m))
+        # A judge's fits at every round's lambdas at once held 3.7 GB for 30 models (5,000 fits of
+        # 5,000 rows); in chunks of about _CHUNK_CELLS (fit, row) cells they hold 0.8 GB.
+        step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
+        for start in range(0, len(rows), step):
+            at_g = np.arange(start, min(start + step, len(rows)))
+            inside = at_g[~ones[at_g]]
+            if len(inside):
+                theta_g[inside], p_g[inside], failed = _solve(data, w[rows[inside]], grid[inside], n[rows[inside]],
+                                                              big_n[rows[inside]])
+                for k, exc in failed.items():
+                    errors.setdefault(int(rows[inside[k]]), exc)
+            cov_g[at_g], failed = _fit_at(data, w[rows[at_g]], grid[at_g], n[rows[at_g]], big_n[rows[at_g]],
+                                          theta_g[at_g], p_g[at_g], at(rows[at_g]))
+            for k, exc in failed.items():
+                errors.setdefault(int(rows[at_g[k]]), exc)
+    ok = np.array([r not in errors for r in range(rounds)])
+    classical_theta = np.array([f.classical_theta if ok[r] else np.zeros(m) for r, f in enumerate(people)])
+    classical_sd = np.array([np.sqrt(np.clip(np.diag(f.classical_covariance), 0, None)) if ok[r] else np.ones(m)
+                             for r, f in enumerate(people)])
+    theta, sd = classical_theta.copy(), classical_sd.copy()
+    g, k = np.nonzero(lams[rows] == grid[:, None])  # model k of round rows[g] takes fit g's coordinate
+    theta[rows[g], k] = theta_g[g, k]
+    sd[rows[g], k] = np.sqrt(np.clip(cov_g[g, k, k], 0, None))
+    wider = (sd > classical_sd) & fallback[:, None]
+    theta[wider], sd[wider], lams[wider] = classical_theta[wider], classical_sd[wider], 0.0
+    return [errors[r] if r in errors else
+            PerModelPPI(data.models, theta[r], sd[r], lams[r], classical_theta[r], classical_sd[r], float(n[r]))
+            for r in range(rounds)]
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:

@@ -202,10 +202,12 @@ def _worth_line(w: JudgeWorth) -> str:
     text = (f"Worth: with {w.design}, the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone, "
             f"from people's {w.n_human:.0f} votes on {w.n_human_pairs} pairs: each vote counts {w.ratio:.2f}x"
             + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]") + ".")
+    if w.no_interval:
+        text += f" No interval: {w.no_interval}."
     if w.per_model is not None:
         # The average hides models the judge does not help: say how many it narrows, per model.
         widths = ", ".join(f"{m} {r:.2f}x" for m, r in zip(w.per_model["model"], w.per_model["width_ratio"]))
-        text += (f" With its weight tuned per model, it narrows {w.n_narrowed} of {len(w.per_model)} models' "
+        text += (f" Its weight is tuned per model: it narrows {w.n_narrowed} of {len(w.per_model)} models' "
                  f"intervals (width with the judge over people's alone: {widths}).")
     return text
 
@@ -215,6 +217,8 @@ def _action(name: str, w: JudgeWorth | None, bias: Finding | None) -> str:
         return (f"People voted, but not on {name}'s pairs: have people vote on a random sample of the pairs "
                 "the judge saw, then rerun to learn what it is worth.")
     bias_note = f" and its {bias.kind} bias" if bias else ""
+    if w.no_interval:  # neither "use it" nor "adds little" is known
+        return f"Collect more human votes before deciding on {name}: {w.no_interval}."
     if w.ratio_ci is not None and w.ratio_ci[0] > 1.0:
         saved = 1 - 1 / w.ratio
         how = "" if name == PANEL else f" (python -m analysis.ratings --judge human --ppi {name})"

@@ -18,7 +18,8 @@ READ = (
     "al. 2024): people vote on a random sample of pairs, the judge on every pair; the judge's errors measured on "
     "people's sample correct its verdicts everywhere, so the ratings stay on people's scale with valid intervals "
     "however biased the judge is. Effective human votes: how many votes people alone would need for intervals as "
-    "narrow (mean 95% interval width over models); 95% interval by resampling whole pairs. "
+    "narrow (mean 95% interval width over models, each model's from its own lambda, PPI++ per coordinate, "
+    "so the judge widens none); lambda: their mean; 95% interval by resampling whole pairs. "
     "Reproduce with python -m analysis.ratings --judge human --ppi JUDGE."
 )
 
