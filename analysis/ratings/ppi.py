@@ -474,6 +474,20 @@ class PerModelPPI:
         return float((self.classical_sd.mean() / sd) ** 2) if sd > 0 else float("nan")
 
 
+def _drop_failed(rows: np.ndarray, failed: dict[int, Exception], errors: dict[int, Exception]) -> np.ndarray:
+    """Record in ``errors`` the errors of rounds ``rows`` (``failed`` is keyed by position in
+    ``rows``) and return the other rounds: a failed round takes no further step, so it keeps the
+    error of the first step that failed."""
+    for k, exc in failed.items():
+        errors[int(rows[k])] = exc
+    return np.delete(rows, np.fromiter(failed, dtype=np.int64, count=len(failed)))
+
+
+def _draws_of(draws: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """The bootstrap's prompt draws of rounds ``rows`` (:func:`_cross`); None: every prompt once."""
+    return None if draws is None else draws[rows]
+
+
 def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
     """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
     distinct ``lambda``, each model's rating and variance read from the fit at its own."""
@@ -499,18 +513,8 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool 
     rounds, m = len(w), data.n_models
     n, big_n = w @ data.n_human, w @ data.n_judge
     fallback = np.broadcast_to(fallback, (rounds,))
-
-    def at(rows: np.ndarray) -> np.ndarray | None:
-        return None if draws is None else draws[rows]
-
     people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
     errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
-
-    def fail(rows: np.ndarray, failed: dict[int, Exception]) -> np.ndarray:
-        for k, exc in failed.items():
-            errors[int(rows[k])] = exc
-        return np.delete(rows, np.fromiter(failed, dtype=np.int64, count=len(failed)))
-
     live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
     if not len(live):
         return [errors[r] for r in range(rounds)]
@@ -518,10 +522,10 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool 
     with one_blas_thread():
         theta_1, p_1, failed = _solve(data, w[live], np.ones(len(live)), n[live], big_n[live])
         keep = np.setdiff1d(np.arange(len(live)), list(failed))
-        theta_1, p_1, live = theta_1[keep], p_1[keep], fail(live, failed)
-        lams[live], failed = _tuned_lambdas(data, w[live], p_1, n[live], big_n[live], at(live))
+        theta_1, p_1, live = theta_1[keep], p_1[keep], _drop_failed(live, failed, errors)
+        lams[live], failed = _tuned_lambdas(data, w[live], p_1, n[live], big_n[live], _draws_of(draws, live))
         keep = np.setdiff1d(np.arange(len(live)), list(failed))
-        theta_1, p_1, live = theta_1[keep], p_1[keep], fail(live, failed)
+        theta_1, p_1, live = theta_1[keep], p_1[keep], _drop_failed(live, failed, errors)
         # One fit per round and distinct lambda in (0, 1]: 0 is people's fit, 1 the pilot's solution.
         grids = {int(r): np.unique(lams[r][lams[r] > 0]) for r in live}
         rows = np.array([r for r in live for _ in grids[int(r)]], dtype=np.int64)
@@ -544,7 +548,7 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool 
                 for k, exc in failed.items():
                     errors.setdefault(int(rows[inside[k]]), exc)
             cov_g[at_g], failed = _fit_at(data, w[rows[at_g]], grid[at_g], n[rows[at_g]], big_n[rows[at_g]],
-                                          theta_g[at_g], p_g[at_g], at(rows[at_g]))
+                                          theta_g[at_g], p_g[at_g], _draws_of(draws, rows[at_g]))
             for k, exc in failed.items():
                 errors.setdefault(int(rows[at_g[k]]), exc)
     ok = np.array([r not in errors for r in range(rounds)])
@@ -592,21 +596,11 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
     prompt (:func:`_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
     for every round or an array of one per round.
     """
-    def at(rows: np.ndarray) -> np.ndarray | None:
-        return None if draws is None else draws[rows]
-
     weights = np.asarray(weights, dtype=float)
     rounds, m = len(weights), data.n_models
     n, big_n = weights @ data.n_human, weights @ data.n_judge
     errors: dict[int, Exception] = {int(r): ValueError(
         "no human votes: prediction-powered ratings need people on some pairs") for r in np.flatnonzero(n <= 0)}
-
-    def fail(at: np.ndarray, failed: dict[int, Exception]) -> np.ndarray:
-        """Record the errors of rounds ``at`` (keyed by position) and return the others: each
-        round keeps the first error of the steps a fit takes in turn."""
-        for k, exc in failed.items():
-            errors[int(at[k])] = exc
-        return np.delete(at, np.fromiter(failed, dtype=np.int64, count=len(failed)))
 
     live = np.flatnonzero(n > 0)
     with one_blas_thread():
@@ -620,23 +614,24 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
                 _check_connected(PairCounts(data.models, data.i[seen[k]], data.j[seen[k]], *[np.zeros(0)] * 4))
             except ValueError as exc:
                 failed[int(k)] = exc
-        live = fail(live, failed)
+        live = _drop_failed(live, failed, errors)
 
         classical_theta, theta = np.zeros((rounds, m)), np.zeros((rounds, m))
         classical_cov, cov = np.zeros((rounds, m, m)), np.zeros((rounds, m, m))
         p = np.zeros((rounds, len(data.i)))
         classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
-        live = fail(live, failed)
+        live = _drop_failed(live, failed, errors)
         classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
-                                              classical_theta[live], p[live], at(live))
-        live = fail(live, failed)
+                                              classical_theta[live], p[live], _draws_of(draws, live))
+        live = _drop_failed(live, failed, errors)
 
         tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
             theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
-            live = fail(live, failed)
-            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live], at(live))
-            live = fail(live, failed)
+            live = _drop_failed(live, failed, errors)
+            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live],
+                                                _draws_of(draws, live))
+            live = _drop_failed(live, failed, errors)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
             tuned[live], pilot = np.broadcast_to(lam, (rounds,))[live], live[:0]
@@ -646,11 +641,11 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
         theta[people], cov[people] = classical_theta[people], classical_cov[people]
         own = live[(tuned[live] != 0) & ~np.isin(live, pilot)]
         theta[own], p[own], failed = _solve(data, weights[own], tuned[own], n[own], big_n[own])
-        own = fail(own, failed)
+        own = _drop_failed(own, failed, errors)
         fitted = np.union1d(pilot, own)
         cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
-                                      theta[fitted], p[fitted], at(fitted))
-        fail(fitted, failed)
+                                      theta[fitted], p[fitted], _draws_of(draws, fitted))
+        _drop_failed(fitted, failed, errors)
         if lam is None:
             # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap
             # round of a judge's worth, whose interval must be free to fall below 1x).
