@@ -115,10 +115,10 @@ class JudgeConfig:
         elif self.mode == "likelihood":
             out["scoring"] = ("each answer alone, after the question in the judge's own chat format: its "
                               "log-probability per byte of text (GPTScore, Fu et al. 2023, normalised by bytes, not "
-                              "tokens, so no tokenizer sways it; Gao 2021 compares the normalisations); prob_a is the logistic of the two per-byte "
-                              "scores' difference times the pair's mean bytes per token, an order, not a "
-                              "calibrated probability; the template is not used and both orders get the same "
-                              "verdict")
+                              "tokens, so no tokenizer sways it; Gao 2021 compares the normalisations); prob_a is "
+                              "the logistic of the two per-byte scores' difference times the pair's mean bytes per "
+                              "token, an order, not a calibrated probability; the template is not used and both "
+                              "orders get the same verdict")
         else:
             prefix, tokens = self.template.scoring_split()
             out["scoring"] = {"prefix": prefix, "verdict_tokens": tokens}

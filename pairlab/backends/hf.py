@@ -231,13 +231,9 @@ class TransformersModel(Model):
         ctx_ids = [self.tokenizer(c, add_special_tokens=add_special).input_ids for c in contexts]
         cand_ids = [[self._tail(c, ids, cand, add_special) for cand in candidates]
                     for c, ids in zip(contexts, ctx_ids)]
-        out: list[list[float]] = [[0.0] * len(candidates) for _ in contexts]
-        # A context that with its candidates passes the model's positions would be read past
-        # its window (a RoPE model answers anyway, from positions it never learned): NaN, unscored.
-        window = getattr(self.model.config, "max_position_embeddings", None) or float("inf")
+        window = self._window()
         fits = [len(ids) + max(map(len, row), default=0) <= window for ids, row in zip(ctx_ids, cand_ids)]
-        for i in (i for i, ok in enumerate(fits) if not ok):
-            out[i] = [float("nan")] * len(candidates)
+        out: list[list[float]] = [[0.0 if ok else float("nan")] * len(candidates) for ok in fits]
         single = all(len(t) == 1 for row in cand_ids for t in row)
         if single:
             seqs = [(i, None, ctx_ids[i], None) for i in range(len(contexts)) if fits[i]]
@@ -271,7 +267,7 @@ class TransformersModel(Model):
             ids = self.tokenizer(context, add_special_tokens=add_special).input_ids
             rows.append((ids, self._tail(context, ids, answer, add_special)))
         lengths = [len(ids) + len(tail) for ids, tail in rows]
-        window = getattr(self.model.config, "max_position_embeddings", None) or float("inf")
+        window = self._window()
         out = [(0.0, 0) if n <= window else (float("nan"), len(tail)) for n, (_, tail) in zip(lengths, rows)]
         order = sorted((i for i, n in enumerate(lengths) if n <= window), key=lengths.__getitem__)
         bs = batch_size or self.batch_size
@@ -282,6 +278,11 @@ class TransformersModel(Model):
                 n = len(rows[i][1])
                 out[i] = (float(token_lp[r, -n:].sum()) if n else 0.0, n)
         return out
+
+    def _window(self) -> float:
+        """The positions the model was trained on. A sequence past them would be read anyway (a
+        RoPE model answers from positions it never learned), so the scorers leave it unscored (NaN)."""
+        return getattr(self.model.config, "max_position_embeddings", None) or float("inf")
 
     def _tail(self, context: str, context_ids: list[int], candidate: str, add_special: bool) -> list[int]:
         """The candidate's tokens after the context. Tokenization can merge across the
