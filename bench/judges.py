@@ -34,7 +34,7 @@ from pairlab.models import get_model  # noqa: E402
 from analysis.importers.pandalm import pairs_to_judge  # noqa: E402
 from pairlab.records import Pair  # noqa: E402
 from judges.runner import JudgeConfig, judge_pairs, logprob_context, plan_chunks  # noqa: E402
-from judges.store import RunFiles  # noqa: E402
+from judges.run_files import RunFiles  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402
 
 PANDALM = ROOT.parent / "shared" / "data" / "pandalm" / "testset-v1.json"

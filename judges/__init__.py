@@ -5,7 +5,7 @@
 """
 
 from judges.runner import Counts, JudgeConfig, judge_pairs, plan_chunks
-from judges.store import RunFiles
+from judges.run_files import RunFiles
 from judges.templates import BUILTIN, JudgeTemplate, TemplateError, get_template
 from judges.verdicts import VerdictError, parse_verdict
 

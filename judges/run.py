@@ -10,7 +10,7 @@ OUT, so a run killed at any point is finished by starting it again. Records are 
 as they are judged (not in input order); pair_id and meta.order identify them.
 
 A local judge (transformers, vLLM offline) gets the work in batches of --batch-size
-prompts. A judge on a server (openai:URL#NAME: vLLM, SGLang, TGI, arena.serve) gets one
+prompts. A judge on a server (openai:URL#NAME: vLLM, SGLang, TGI, arena.model_server) gets one
 request per judge prompt with --concurrency of them in flight, each slot refilled as its
 answer arrives. Replicas of the judge are more --endpoint URLs: requests go to the least
 busy one, 429/5xx answers are retried with backoff, and a replica that stops answering
@@ -39,7 +39,7 @@ from pairlab.records import RecordError, read_pairs, read_records, write_records
 from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
 from judges.runner import MODES, JudgeConfig, judge_pairs, rater_id
-from judges.store import OutputLocked, RunFiles
+from judges.run_files import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
 
 BACKENDS = ("transformers", "vllm", "openai")
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"server judges (openai:): requests in flight, refilled as each returns (default: "
                         f"{DEFAULT_CONCURRENCY}). Pick about the server's batch capacity times its replicas: "
                         "vLLM/SGLang on a GPU take 128-256 per replica (vLLM's --max-num-seqs, 256 by default; "
-                        "more only queues there); a CPU server such as arena.serve wants 1-4")
+                        "more only queues there); a CPU server such as arena.model_server wants 1-4")
     parser.add_argument("--endpoint", action="append", default=[], metavar="URL",
                         help="another replica of an openai: judge (repeat for more); requests go to the least "
                         "busy, a replica that stops answering is set aside. Behind a router give only its URL")

@@ -32,10 +32,10 @@ from tqdm import tqdm
 
 from pairlab.backends.base import BackendError, GenerationParams, Model
 from pairlab.records import LIKELIHOOD, Pair, Record
-from judges.slot import FORCED, FREE, can_force, force_verdicts
+from judges.forced_verdict import FORCED, FREE, can_force, force_verdicts
 from judges.inflight import completed
 from judges.reasoning import split_reasoning, strip_reasoning
-from judges.store import RunFiles, TaskKey, task_key
+from judges.run_files import RunFiles, TaskKey, task_key
 from judges.templates import ABSOLUTE, JudgeTemplate
 from judges.verdicts import (
     VerdictError,
@@ -73,7 +73,7 @@ class JudgeConfig:
     retry_top_p: float = 0.9
     batch_size: int = 8
     # Generate mode: when no attempt held a verdict, read it at the verdict slot after the
-    # judge's own text (judges.slot); records say so in meta.verdict_source.
+    # judge's own text (judges.forced_verdict); records say so in meta.verdict_source.
     force_verdict: bool = True
     # Judged responses lose their reasoning traces before the judge sees them (and in the records).
     strip_reasoning: bool = False
@@ -134,7 +134,7 @@ class Counts:
     parse_failures: int = 0  # (pair, order)s with no verdict after all retries
     failed_attempts: int = 0  # judge outputs without a verdict, including those a retry fixed
     retries: int = 0
-    forced: int = 0  # verdicts read at the verdict slot (judges.slot), not written by the judge
+    forced: int = 0  # verdicts read at the verdict slot (judges.forced_verdict), not written by the judge
     reasoning_traces: int = 0  # judge outputs whose reasoning trace was set aside before parsing
     # What OUT holds for this run's tasks, earlier (interrupted) runs included:
     records: int = 0
@@ -344,7 +344,7 @@ class _Judge:
 
     def _force(self, pending: dict[str, tuple[list[dict], _Outcome]]) -> None:
         """Outcomes still without a verdict after every attempt: read it at the verdict slot
-        after the judge's own text (judges.slot), when the template has one."""
+        after the judge's own text (judges.forced_verdict), when the template has one."""
         if not pending or not (self.config.force_verdict and can_force(self.template)):
             return
         try:

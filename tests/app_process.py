@@ -2,7 +2,7 @@
 
 ``AppProcess`` starts ``app.py`` (never in-process: a SIGKILL must hit a real separate
 server), waits until it answers, and can kill it the hard way and start it again on the
-same port and store; ``ModelServer`` does the same for ``python -m arena.serve``.
+same port and store; ``ModelServer`` does the same for ``python -m arena.model_server``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class AppProcess(ChildServer):
 
 
 class ModelServer(ChildServer):
-    """``python -m arena.serve``: one model behind an OpenAI-compatible API, as a GPU host would serve it."""
+    """``python -m arena.model_server``: one model behind an OpenAI-compatible API, as a GPU host would serve it."""
 
     ready_path = "/v1/models"
 
@@ -107,7 +107,7 @@ class ModelServer(ChildServer):
         self.model = model
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "arena.serve", "--model", self.model, "--port", str(self.port)]
+        return [sys.executable, "-m", "arena.model_server", "--model", self.model, "--port", str(self.port)]
 
     def model_name(self) -> str:
         """How an arena config names this server's model: ``openai:URL/v1#id``."""

@@ -1,6 +1,6 @@
 """Open-prompt battles through the HTTP API on models served by other processes.
 
-Two ``python -m arena.serve`` processes (the embedded models behind OpenAI-compatible
+Two ``python -m arena.model_server`` processes (the embedded models behind OpenAI-compatible
 APIs, as vLLM on GPU hosts would be) are the arena's models, named ``openai:URL#id``.
 A battle, a follow-up turn and a vote go through the app's HTTP API; then one model
 server is SIGKILLed mid-answer: the voter gets a clear message and the battle cannot be

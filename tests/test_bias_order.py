@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from analysis.bias.length import length_bias, length_sd
 from analysis.bias.position import position_bias
-from analysis.resample import distinct_rows
+from analysis.stats.resample import distinct_rows
 from analysis.judgment_table import judgment_table
 from pairlab.records import Record
 

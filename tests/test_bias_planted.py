@@ -119,7 +119,7 @@ def test_first_position_preference_is_recovered(simulated):
     # A judge blind to content is consistent when it picks first once and second once.
     assert _covers(biased.consistency_ci, 2 * P_FIRST * (1 - P_FIRST))
     assert biased.n_swapped_pairs == N_PAIRS
-    from analysis.regression import wilson_interval
+    from analysis.stats import wilson_interval
 
     assert _covers(wilson_interval(biased.n_first_biased, biased.n_swapped_pairs), P_FIRST**2)
     assert _covers(wilson_interval(biased.n_second_biased, biased.n_swapped_pairs), (1 - P_FIRST) ** 2)

@@ -7,7 +7,7 @@ import pytest
 from analysis.judging.agreement import agreement, human_baseline
 from analysis.bias.position import debiased_verdicts, position_bias
 from analysis.judgment_table import judgment_table
-from analysis.regression import cluster_bootstrap, wilson_interval
+from analysis.stats import cluster_bootstrap, wilson_interval
 from pairlab.records import Record, make_pair_id
 
 X, Y = "text x", "text y (a little longer)"  # X sorts before Y

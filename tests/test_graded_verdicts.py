@@ -13,7 +13,7 @@ import pytest
 
 from analysis.importers import load_records
 from analysis.ratings import CENTRE, ELO_SCALE, rate
-from analysis.ratings.reference import reference_bradley_terry
+from reference_bt import reference_bradley_terry
 from pairlab.records import Record, make_pair_id, read_records, write_records
 from judges.templates import BUILTIN, TemplateError, load_template_file
 from judges.verdicts import VerdictError, parse_verdict, strength_from_label, winner_from_label
@@ -65,7 +65,7 @@ def test_the_runner_writes_strength(tmp_path):
     from test_judges_runner import PAIRS, ScriptedJudge
 
     from judges.runner import JudgeConfig, judge_pairs
-    from judges.store import RunFiles
+    from judges.run_files import RunFiles
 
     judge = ScriptedJudge(lambda text, params: "Both fine; A is much better. [[A>>B]]")
     out = tmp_path / "out.jsonl"

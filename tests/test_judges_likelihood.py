@@ -110,7 +110,7 @@ def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
 @pytest.mark.slow
 def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_path, smollm):
     from judges.runner import JudgeConfig, judge_pairs
-    from judges.store import RunFiles
+    from judges.run_files import RunFiles
     from judges.templates import get_template
     from pairlab.records import Pair
 
@@ -130,7 +130,7 @@ def test_logprob_mode_refuses_a_judge_prompt_past_the_window_as_likelihood_mode_
     """Logprob mode read a verdict from a prompt past the judge's positions (RoPE answers from
     positions it never learned); now such a pair is a failure record, the other pair judged."""
     from judges.runner import JudgeConfig, judge_pairs
-    from judges.store import RunFiles
+    from judges.run_files import RunFiles
     from judges.templates import get_template
     from pairlab.records import Pair
 

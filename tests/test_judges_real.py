@@ -14,7 +14,7 @@ import torch
 from pairlab.records import Pair, make_pair_id, read_pairs, read_records, write_records
 from judges import run as run_cli
 from judges.runner import JudgeConfig, judge_pairs
-from judges.store import RunFiles
+from judges.run_files import RunFiles
 from judges.templates import BUILTIN, get_template
 from support import wait_until
 

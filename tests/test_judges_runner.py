@@ -11,7 +11,7 @@ import json
 from pairlab.backends.base import Completion, Model
 from pairlab.records import Pair, make_pair_id, read_records
 from judges.runner import JudgeConfig, judge_pairs, logprob_context, plan_chunks
-from judges.store import RunFiles
+from judges.run_files import RunFiles
 from judges.templates import BUILTIN
 
 RELATIVE = BUILTIN["prometheus-relative"]

@@ -2,7 +2,7 @@
 
 The throughput and 429 cases use the latency-simulating judge of tests/judge_sim.py (how a
 client keeps requests in flight does not depend on what a model says); the replica-kill
-case runs two real ``arena.serve`` processes of the embedded model.
+case runs two real ``arena.model_server`` processes of the embedded model.
 """
 
 import json
@@ -137,7 +137,7 @@ def test_a_server_answering_429_for_a_while_slows_the_run_which_completes(pairs_
 
 
 def _serve(port: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "arena.serve", "--model", EMBEDDED, "--port", str(port)],
+    return subprocess.Popen([sys.executable, "-m", "arena.model_server", "--model", EMBEDDED, "--port", str(port)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.ratings import ELO_SCALE, bootstrap_params, bradley_terry, rate, reference_bradley_terry
+from analysis.ratings import ELO_SCALE, bootstrap_params, bradley_terry, rate
+from reference_bt import reference_bradley_terry
 from analysis.ratings.counts import aggregate
 
 OUTCOMES = np.array(["model_a", "model_b", "tie"], dtype=object)

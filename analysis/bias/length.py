@@ -6,7 +6,7 @@ Length is counted in characters of the response text.
   won by the longer one, with a Wilson interval. It mixes length bias with any real
   quality difference that correlates with length, so it is read next to the model below.
   The interval is clustered by ``pair_id`` (several votes on one pair are not
-  independent; :func:`analysis.regression.clustered_rate_ci`).
+  independent; :func:`analysis.stats.clustered_rate_ci`).
 * ``coef``: a logistic model of "first-shown wins" on the standardised length difference
   (characters) with Bradley-Terry strength terms for the two models (+1 for the
   first-shown model's column, -1 for the second's) and an intercept that absorbs position
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from analysis.regression import clustered_rate_ci, fit_logit, row_clusters, strength_columns
+from analysis.stats import clustered_rate_ci, fit_logit, row_clusters, strength_columns
 
 __all__ = ["LengthBias", "LengthBin", "length_bias", "length_curve", "length_sd", "RELATIVE_BINS"]
 

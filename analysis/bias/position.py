@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.judgment_table import string_values
-from analysis.regression import clustered_rate_ci, row_clusters, wilson_interval
+from analysis.stats import clustered_rate_ci, row_clusters, wilson_interval
 
 __all__ = [
     "OrderCheck",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.regression import cluster_bootstrap, fit_logit, item_clusters, per_cluster, row_clusters
+from analysis.stats import cluster_bootstrap, fit_logit, item_clusters, per_cluster, row_clusters
 
 __all__ = ["SelfFamilyBias", "self_family_bias"]
 

@@ -64,7 +64,7 @@ from scipy import stats
 
 from analysis.judgment_table import MARKDOWN, positions
 from analysis.ratings.style import MIN_STYLE_PAIRS, normalised_difference
-from analysis.regression import Z95, FitError, contrast, fit_logit, sandwich
+from analysis.stats import Z95, FitError, contrast, fit_logit, sandwich
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term"]
@@ -125,7 +125,7 @@ class JudgeRows:
 
 
 def _fit(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    """Maximum-likelihood logit coefficients (:func:`analysis.regression.fit_logit`); None
+    """Maximum-likelihood logit coefficients (:func:`analysis.stats.fit_logit`); None
     when the fit does not converge or the data are (quasi-)separated."""
     try:
         return fit_logit(X, y).params

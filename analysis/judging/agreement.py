@@ -36,7 +36,7 @@ import pandas as pd
 
 from analysis.bias.position import debiased_verdicts
 from analysis.judgment_table import positions, string_values
-from analysis.regression import cluster_bootstrap_many, item_clusters, per_cluster, wilson_interval
+from analysis.stats import cluster_bootstrap_many, item_clusters, per_cluster, wilson_interval
 
 __all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
            "human_baseline", "rank_agreement", "spearman_permutation_p"]
@@ -119,7 +119,7 @@ def _cis(sums: np.ndarray, tot: np.ndarray, n_boot: int, seed: int, clusters: np
 
     At an agreement of exactly 0 or 1 every resample repeats it; a Wilson interval with the
     number of items as n (conservative for several votes per item) stands in. ``clusters``
-    (each item's, :func:`analysis.regression.item_clusters`) resample prompts, not items.
+    (each item's, :func:`analysis.stats.item_clusters`) resample prompts, not items.
     """
     cis = cluster_bootstrap_many(per_cluster(sums, clusters), [_ratio(0, 1), _ratio(2, 3)], n_boot=n_boot, seed=seed)
     out = []

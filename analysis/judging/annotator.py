@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.regression import wilson_interval
+from analysis.stats import wilson_interval
 
 __all__ = ["AnnotatorCard", "RunTiming", "annotator_card", "read_run_timings"]
 

@@ -31,7 +31,7 @@ Bradley-Terry leaderboards (ties as half wins, as the report's ratings) and reco
 metrics with each rating's interval half-widths held at their full-data values (a resample
 of the same size has about the same widths; re-bootstrapping inside every round would cost
 a nested bootstrap). Prompts whose count tables, the judge's and the reference's together, are
-identical are drawn as one kind (:mod:`analysis.resample`): the same bootstrap in
+identical are drawn as one kind (:mod:`analysis.stats.resample`): the same bootstrap in
 distribution, at a cost per round that does not grow with the number of prompts.
 
 With fewer than :data:`MIN_MODELS` real models (or placeholder model names such as
@@ -49,9 +49,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from analysis.resample import paired_totals
+from analysis.stats.resample import paired_totals
 from analysis.judgment_table import positions
-from analysis.regression import Z95, FitError, percentile_interval
+from analysis.stats import Z95, FitError, percentile_interval
 
 __all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "leaderboard_agreement",
            "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
@@ -286,7 +286,7 @@ def _coded(index: pd.Index, column: pd.Series) -> np.ndarray:
 def _count_entries(rows: pd.DataFrame, models: pd.Index, prompts: pd.Index, i, j) -> tuple:
     """Per prompt, each model pair's wins of its first and second model (ties as half, and
     each row weighted by its ``weight`` column when there is one), in the long form
-    :func:`analysis.resample.paired_totals` takes: column ``q`` for model pair ``q``'s first
+    :func:`analysis.stats.resample.paired_totals` takes: column ``q`` for model pair ``q``'s first
     model, ``len(i) + q`` for its second."""
     a, b = _coded(models, rows["model_a"]), _coded(models, rows["model_b"])
     p = _coded(prompts, rows["prompt"])
@@ -314,7 +314,7 @@ def metric_rounds(boards: Sequence[tuple[pd.DataFrame, pd.DataFrame]], reference
     Every board and the reference are summed over the same draws (a paired bootstrap: the
     variants of :mod:`analysis.judging.variants` are compared round by round). A prompt
     contributes its count tables; prompts whose tables are identical, jointly over every
-    board and the reference, are drawn as one kind (:func:`analysis.resample.paired_totals`),
+    board and the reference, are drawn as one kind (:func:`analysis.stats.resample.paired_totals`),
     so a round costs O(kinds), never O(prompts).
     """
     from analysis.ratings.bt import ELO_SCALE

@@ -157,9 +157,9 @@ def panel_summary(panel_rows: pd.DataFrame, member_rows: Mapping[str, pd.DataFra
     for the reference); ``families`` maps each member to its family.
     """
     from analysis.judging.agreement import agreement_sums
-    from analysis.resample import paired_totals
+    from analysis.stats.resample import paired_totals
     from analysis.judgment_table import positions
-    from analysis.regression import clustered_rate_ci, percentile_interval, wilson_interval
+    from analysis.stats import clustered_rate_ci, percentile_interval, wilson_interval
 
     members = tuple((m, families.get(m)) for m in sorted(member_rows))
     # An index lookup, not Series.isin: isin on Arrow-backed strings converts every value (seconds at 100k rows).

@@ -42,8 +42,8 @@ from analysis.judging.agreement import Agreement, agreement_sums, agreement_with
 from analysis.judging.meta_metrics import (
     BOOT_ROUNDS, METRICS, LeaderboardAgreement, leaderboard_agreement, metric_rounds, rows_prompts,
 )
-from analysis.regression import percentile_interval
-from analysis.resample import paired_totals
+from analysis.stats import percentile_interval
+from analysis.stats.resample import paired_totals
 
 __all__ = ["BEST_RULE", "VARIANTS", "Variant", "best_variants", "judge_variants", "variant_rounds", "with_intervals"]
 

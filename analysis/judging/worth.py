@@ -22,7 +22,7 @@ from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_rounds,
                                   ppi_data)
 from analysis.ratings.table import z_two_sided
-from analysis.regression import log_normal_interval
+from analysis.stats import log_normal_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth", "worth_interval"]
 
@@ -180,7 +180,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
 
     ``human`` and ``judge`` are battle frames (pair_id, model_a, model_b, winner);
     ``judge_alone`` the judge's own Bradley-Terry table, shown beside the PPI ratings.
-    ``cluster`` (:func:`analysis.regression.cluster_groups`): by prompt, the sandwich sums a
+    ``cluster`` (:func:`analysis.stats.cluster_groups`): by prompt, the sandwich sums a
     prompt's pairs and the bootstrap draws whole prompts (Poisson(1) times each).
     """
     data = ppi_data(human, judge, repr(name), unjudged="leave out", cluster=cluster)
@@ -271,7 +271,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
 
 def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float = 0.95) -> tuple[float, float] | None:
     """The interval of a judge's worth ``ratio`` from the ratios of its bootstrap rounds that
-    were fitted (:func:`analysis.regression.log_normal_interval`). A round that was not is one
+    were fitted (:func:`analysis.stats.log_normal_interval`). A round that was not is one
     whose people's votes alone cannot rate the models (comparisons disconnected, a model with
     only wins or only losses): people's alone know nothing there, so its ratio is infinite and
     it counts at the top of the order; leaving it out read the quartiles low (a 12-model design

@@ -5,7 +5,7 @@ TrueSkill and style-controlled Bradley-Terry, behind one registry (:func:`rate`)
 
 Modules: :mod:`.counts` (battles -> pair counts), :mod:`.likelihoods` (tie models and
 their derivatives), :mod:`.bt` (Newton fit, sandwich covariance, Elo scale),
-:mod:`.bootstrap` (pair-cluster bootstrap), :mod:`.reference` (the slow twin), :mod:`.elo`,
+:mod:`.bootstrap` (pair-cluster bootstrap), :mod:`.elo`,
 :mod:`.trueskill_ratings`, :mod:`.style` (style control), :mod:`.ppi` (prediction-powered BT:
 few human votes, many judge verdicts), :mod:`.table`
 (results, ranks), :mod:`.registry` (``rate`` and the method table), :mod:`.winrate`
@@ -43,7 +43,6 @@ from .bootstrap import REPLICATE_L2, Replicates, bootstrap_params
 from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts, mle_exists
 from .counts import PairCounts, aggregate
 from .elo import online_elo
-from .reference import reference_bradley_terry
 from .registry import METHODS, rate, register
 from .style import StyleFit, add_style_features, fit_style_bt, style_covariates
 from .table import RatingTable, make_table, rank_with_uncertainty
@@ -71,7 +70,6 @@ __all__ = [
     "online_elo",
     "rank_with_uncertainty",
     "rate",
-    "reference_bradley_terry",
     "register",
     "style_covariates",
     "win_rates",

@@ -5,7 +5,7 @@ a pair, a judge's verdicts on both orders) with replacement, as the clusters, no
 battles, are what is independent (Field & Welsh 2007); without clusters every battle is
 its own. Clusters with the same cell counts are interchangeable, so drawing K clusters is
 a draw from Multinomial(K, shares of the distinct clusters) (Efron & Tibshirani 1993,
-ch. 6; the grouping is :func:`analysis.resample.distinct_units`), and a round costs
+ch. 6; the grouping is :func:`analysis.stats.resample.distinct_units`), and a round costs
 O(distinct clusters), not O(battles). Each replicate starts from the full-data MLE and
 is solved by the chord method: Newton steps that reuse the full-data information matrix,
 inverted once (Kelley 1995, sec. 5.4); one matrix product per step serves every replicate
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.resample import distinct_units
+from analysis.stats.resample import distinct_units
 
 from .bt import BTResult, _regularised_inverse, newton
 from .counts import PairCounts

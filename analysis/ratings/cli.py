@@ -10,7 +10,7 @@ import warnings
 
 from analysis.frames import load_frame, show_warnings
 from analysis.importers import describe_formats
-from analysis.regression import CLUSTERS, cluster_groups
+from analysis.stats import CLUSTERS, cluster_groups
 
 from .registry import METHODS, rate
 from .table import RatingTable, withhold_thin
@@ -247,7 +247,7 @@ def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: st
     """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
     the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
     rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
-    the battles rated. ``cluster`` as :func:`analysis.regression.cluster_groups` (bt's methods and ``ppi``)."""
+    the battles rated. ``cluster`` as :func:`analysis.stats.cluster_groups` (bt's methods and ``ppi``)."""
     raters = None
     if ppi is None:
         frame, raters = choose_raters(frame, judge)

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from analysis.regression import cluster_codes
+from analysis.stats import cluster_codes
 
 __all__ = ["Clusters", "Incidence", "PairCounts", "aggregate", "bincount_rows", "encode_winners", "WIN_A", "WIN_B",
            "TIE"]

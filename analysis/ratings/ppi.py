@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.regression import cluster_codes, cluster_groups
+from analysis.stats import cluster_codes, cluster_groups
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
@@ -90,7 +90,7 @@ class PPIData:
         enter every sum of the fit (all weighted) identically, so a row per kind with
         ``weight`` the kind's summed weight gives the same fit (to rounding) at a cost of
         O(kinds), a few hundred for a handful of models however many pairs were judged (the
-        counts-not-rows idea of :mod:`analysis.resample`, here for weighted sums)."""
+        counts-not-rows idea of :mod:`analysis.stats.resample`, here for weighted sums)."""
         columns = (self.pair, self.n_judge, self.yhat_judge, self.n_human, self.y_human, self.yhat_human)
         if self.group is not None:  # rows of different prompts are never one kind
             columns = (*columns, self.group)
@@ -179,7 +179,7 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     weighting of active statistical inference (Zrnic & Candes 2024, eq. 4 and its
     M-estimation form, sec. 3), so the rectifier is unbiased whatever the picks were. Its
     ``n_human`` and sums are then those weighted counts (uniform probabilities change no fit).
-    ``cluster`` is the sandwich's unit (:func:`analysis.regression.cluster_groups` of people's
+    ``cluster`` is the sandwich's unit (:func:`analysis.stats.cluster_groups` of people's
     votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
     clustering = cluster_groups(pd.concat([human, judge], ignore_index=True), cluster)
@@ -816,7 +816,7 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
 
     With ``picks`` (a planner's ``pair_id``, ``inclusion_prob`` and ``strategy`` rows) people's
     votes are weighted by their pairs' inverse inclusion probabilities (see :func:`ppi_data`).
-    ``cluster`` as :func:`analysis.regression.cluster_groups` (default: by prompt when a prompt
+    ``cluster`` as :func:`analysis.stats.cluster_groups` (default: by prompt when a prompt
     carries several pairs)."""
     human, verdicts = _split(frame, judge)
     inclusion = None if picks is None else picks_inclusion(human, picks)

@@ -31,7 +31,7 @@ trueskill      TrueSkill posterior mean                     mu +- z sigma (poste
 Votes on one pair are not independent (several people judge the same two texts; a judge
 sees both orders), nor are the pairs of one prompt (each model's answer to it sits in
 several pairs, and the prompt's difficulty touches all of them). Every interval treats one
-cluster as the unit (:func:`analysis.regression.cluster_groups`): the prompt whenever a
+cluster as the unit (:func:`analysis.stats.cluster_groups`): the prompt whenever a
 prompt carries more than one pair, else the ``pair_id`` (``cluster="pair"|"prompt"`` forces
 one). The sandwich (bt, bt-davidson, bt-style) sums scores within a cluster, and every
 bootstrap (those and elo, elo-avg, trueskill) resamples whole clusters, each resample of a
@@ -56,7 +56,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.regression import Clustering, cluster_codes, cluster_groups, percentile_interval
+from analysis.stats import Clustering, cluster_codes, cluster_groups, percentile_interval
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
@@ -94,7 +94,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     ``scale``, ``init``, ``permutations`` (elo); ``mu``, ``sigma``, ``beta``, ``tau``,
     ``draw_probability`` (trueskill); ``reg`` (bt-style: the ridge, 0 for plain ML); ``level`` (all).
     ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt whenever a prompt carries more
-    than one pair, :func:`analysis.regression.cluster_groups`) is the unit every interval
+    than one pair, :func:`analysis.stats.cluster_groups`) is the unit every interval
     treats as independent.
 
     Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
@@ -131,7 +131,7 @@ def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
 
 
 def _cluster_codes(clustering: Clustering) -> np.ndarray | None:
-    """Each battle's cluster coded ``0..K-1`` (:func:`analysis.regression.cluster_codes`), or
+    """Each battle's cluster coded ``0..K-1`` (:func:`analysis.stats.cluster_codes`), or
     None when every battle is its own cluster."""
     return None if clustering.groups is None else cluster_codes(clustering.groups)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.regression import FitError, cluster_codes, fit_logit
+from analysis.stats import FitError, cluster_codes, fit_logit
 
 from .threads import one_blas_thread
 

@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.regression import cluster_codes, fit_logit
+from analysis.stats import cluster_codes, fit_logit
 from pairlab.resources import data_file
 
 from .table import z_two_sided

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 
 from analysis.importers import describe_formats
-from analysis.regression import CLUSTERS
+from analysis.stats import CLUSTERS
 from analysis.workers import PARALLEL_ROWS
 
 __all__ = ["main"]

@@ -22,7 +22,7 @@ from analysis.judging.settings import split_settings
 from analysis.bias.self_family import SelfFamilyBias, self_family_bias
 from analysis.bias.self_preference import ControlledSelfPreference, JudgeRows, controlled_self_preference
 from analysis.judgment_table import HUMAN_RATER, judgment_table
-from analysis.regression import cluster_codes, cluster_groups
+from analysis.stats import cluster_codes, cluster_groups
 from analysis.judging.variants import Variant, best_variants, judge_variants, variant_rounds, with_intervals
 from analysis.judging.worth import JudgeWorth, worth_of_judges
 from analysis.workers import PARALLEL_ROWS, Workers, available_cpus
@@ -113,7 +113,7 @@ class BiasReport:
     worth_notes: tuple[str, ...] = ()
     # Judges none of whose records holds a verdict (every one a parse failure): (name, records).
     without_verdicts: tuple[tuple[str, int], ...] = ()
-    # The unit every interval treats as independent (analysis.regression.cluster_groups), said in words.
+    # The unit every interval treats as independent (analysis.stats.cluster_groups), said in words.
     clustering: str = ""
 
     def rater(self, name: str) -> RaterReport:
@@ -272,7 +272,7 @@ def _build_report(
     by default every CPU this process may use, once there are enough records to repay a fork.
     The numbers do not depend on it. ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt
     whenever a prompt carries more than one pair) is the unit every interval treats as
-    independent (:func:`analysis.regression.cluster_groups`). With ``draw``, also the report's
+    independent (:func:`analysis.stats.cluster_groups`). With ``draw``, also the report's
     figures (:func:`analysis.report.figures.figures`), drawn as tasks of the same workers; else None.
     """
 

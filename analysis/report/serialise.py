@@ -12,7 +12,7 @@ from analysis.report.formatting import no_order_note, num as _num
 from analysis.report.judge_sections import controlled_json, judging_json
 from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
 from analysis.report.worth_section import worth_json
-from analysis.regression import wilson_interval
+from analysis.stats import wilson_interval
 
 __all__ = ["KAPPA_CATEGORIES", "report_json"]
 

@@ -1,4 +1,4 @@
-"""A client for any OpenAI-compatible server (vLLM, TGI, SGLang, or our ``arena.serve``).
+"""A client for any OpenAI-compatible server (vLLM, TGI, SGLang, or our ``arena.model_server``).
 
 Named ``openai:http://host:8000/v1#model-name``. Several replicas of one model are named
 ``openai:http://h1:8000/v1,http://h2:8000/v1#model-name`` (or given as ``endpoints=``):

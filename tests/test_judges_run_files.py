@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pairlab.records import RecordError
-from judges.store import OutputLocked, RunFiles, repair_tail, task_key
+from judges.run_files import OutputLocked, RunFiles, repair_tail, task_key
 
 
 def line(pair_id, order="ab", judge="j", sha="t", mode="logprob", **extra):

@@ -1,4 +1,4 @@
-"""The slow, obviously correct twin of :func:`.bt.bradley_terry`, kept for tests.
+"""The slow, obviously correct twin of :func:`analysis.ratings.bt.bradley_terry`, for tests.
 
 One term per battle, no aggregation, a generic optimiser: the per-battle log-likelihood of
 Bradley & Terry (1952), ``y log p + (1 - y) log(1 - p)`` with ``p = sigmoid(theta_a -

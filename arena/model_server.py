@@ -1,7 +1,7 @@
 """Serve a model over an OpenAI-compatible HTTP API, so GPU hosts can serve models to an
 arena (or judges) running elsewhere.
 
-    python -m arena.serve --model smollm2-135m-instruct --port 8000
+    python -m arena.model_server --model smollm2-135m-instruct --port 8000
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (with ``stream``), and
 ``POST /v1/completions`` (text generation, and ``echo`` with ``logprobs`` for scoring).
@@ -173,7 +173,7 @@ def build_app(model: Model, default_max_tokens: int = 256, max_tokens_limit: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m arena.serve", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m arena.model_server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="model id or name, e.g. smollm2-135m-instruct or hf:/dir")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.resample import distinct_units, kind_table, paired_totals
+from analysis.stats.resample import distinct_units, kind_table, paired_totals
 
 
 def _dense(unit, column, value, n_units, n_columns):
@@ -101,7 +101,7 @@ def test_draws_over_many_kinds_are_multinomial():
     draws a binomial with a new p per kind): every round still draws exactly n units, and the
     counts have the multinomial's means, variances and (negative) covariances, for few units
     per kind (Poisson's small-mean path, lam well below n) and many."""
-    from analysis.resample import kind_draws
+    from analysis.stats.resample import kind_draws
 
     rng = np.random.default_rng(3)
     for counts in (np.r_[np.ones(30), 2, 3, 5, 50], np.r_[np.arange(1, 200) % 13 + 1, 900]):

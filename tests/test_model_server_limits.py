@@ -1,9 +1,9 @@
-"""arena.serve refuses what it cannot honour, before any work, on the real embedded model."""
+"""arena.model_server refuses what it cannot honour, before any work, on the real embedded model."""
 
 import pytest
 from fastapi.testclient import TestClient
 
-from arena.serve import build_app
+from arena.model_server import build_app
 
 pytestmark = pytest.mark.slow
 

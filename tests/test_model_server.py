@@ -1,4 +1,4 @@
-"""A real round trip: arena.serve (a subprocess over the real embedded model) and our openai client."""
+"""A real round trip: arena.model_server (a subprocess over the real embedded model) and our openai client."""
 
 import os
 import socket
@@ -24,11 +24,11 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "arena.serve", "--model", MODEL, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "arena.model_server", "--model", MODEL, "--port", str(port)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        wait_until(answers(url + "/models", proc), 180, what="arena.serve to answer")
+        wait_until(answers(url + "/models", proc), 180, what="arena.model_server to answer")
     except AssertionError:
         proc.kill()
         raise AssertionError(proc.stdout.read()[-2000:]) from None

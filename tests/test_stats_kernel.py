@@ -1,10 +1,10 @@
-"""The statistical core (analysis.regression) against its slow twin, statsmodels."""
+"""The statistical core (analysis.stats) against its slow twin, statsmodels."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.regression import FitError, cluster_groups, fit_logit, percentile_interval
+from analysis.stats import FitError, cluster_groups, fit_logit, percentile_interval
 
 
 def _clustered_data(seed=0, n_groups=60, per_group=5):
