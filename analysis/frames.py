@@ -22,7 +22,8 @@ from pairlab import record_table
 from pairlab.ratable import ratable_mask
 from pairlab.records import Record, is_human
 
-__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles", "show_warnings"]
+__all__ = ["COLUMNS", "battle_frame", "load_frame", "records_to_frame", "select_battles", "show_warnings",
+           "summarise_warnings"]
 
 _SHOWN_WARNINGS = 3
 
@@ -73,6 +74,12 @@ def _complete(frame: pd.DataFrame) -> pd.DataFrame:
     missing = {"model_a", "model_b", "winner"} - set(frame.columns)
     if missing:
         raise ValueError(f"battles need the columns model_a, model_b and winner; missing {sorted(missing)}")
+    for name in ("model_a", "model_b"):
+        if frame[name].dtype == object:  # a caller's own frame: the readers give text columns
+            text = frame[name].map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+            if not text.all():
+                row = int(text.argmin())
+                raise ValueError(f"row {row}: {name} must be a model name (text), got {frame[name].iloc[row]!r}")
     for name in _OPTIONAL_TEXT:
         if name not in frame.columns:
             # An all-missing Arrow column is a validity bitmap: free, where an object column
@@ -161,23 +168,30 @@ def select_battles(
                            include_leaks=not exclude_leaks, include_flagged=not exclude_flagged,
                            include_prompt_set=include_prompt_set)
     frame = battle_frame(table)
-    keep = counted if with_failures else counted & frame["parse_error"].isna().to_numpy()
-    if judge == "human":
-        keep &= (frame["judge_type"] == "human").to_numpy()
-    elif judge is not None:
+    keep = counted if with_failures else counted & frame["parse_error"].isna().to_numpy(dtype=bool)
+    # A caller's own DataFrame holds object columns with None: every mask is made plain bool.
+    person = (frame["judge_type"] == "human").fillna(False).to_numpy(dtype=bool)
+    if judge == "human" or humans_only:
+        keep &= person
+    if judge not in (None, "human"):
         keep &= (frame["judge"] == judge).fillna(False).to_numpy(dtype=bool)
-    if humans_only:
-        keep &= (frame["judge_type"] == "human").to_numpy()
     if categories is not None:
-        keep &= frame["category"].isin(list(categories)).to_numpy()
+        keep &= frame["category"].isin(list(categories)).fillna(False).to_numpy(dtype=bool)
     if keep.all():  # nothing filtered: spare a copy of every column
         return frame
     return frame[keep].reset_index(drop=True)
 
 
+def summarise_warnings(messages: Sequence[str]) -> list[str]:
+    """The first few of the reader's warnings and how many more: what a command prints and a
+    notebook is warned, one line each."""
+    shown = [str(m) for m in messages[:_SHOWN_WARNINGS]]
+    if len(messages) > _SHOWN_WARNINGS:
+        shown.append(f"... and {len(messages) - _SHOWN_WARNINGS} more import warnings")
+    return shown
+
+
 def show_warnings(caught: list) -> None:
     """On stderr, the first few warnings :func:`load_frame` raised while reading, and how many more."""
-    for warning in caught[:_SHOWN_WARNINGS]:
-        print(f"warning: {warning.message}", file=sys.stderr)
-    if len(caught) > _SHOWN_WARNINGS:
-        print(f"warning: ... and {len(caught) - _SHOWN_WARNINGS} more import warnings", file=sys.stderr)
+    for line in summarise_warnings([str(w.message) for w in caught]):
+        print(f"warning: {line}", file=sys.stderr)

@@ -112,25 +112,23 @@ def shown_rates(win_rates: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
 def ratings(records: list[Record], bootstrap: int = 200, seed: int = 0) -> tuple[pd.DataFrame, str, str]:
     """(table, method, note): the MLE with CIs, a labelled regularised estimate, or nothing."""
     from analysis.frames import records_to_frame
-    from analysis.ratings import aggregate, mle_exists, rate
-    from analysis.ratings.bt import PRIOR_L2, PRIOR_SD_ELO  # the prior analysis.ratings uses too
-    from analysis.ratings.table import MIN_UNITS, withhold_thin
+    from analysis.ratings.bt import PRIOR_SD_ELO  # the prior of the early estimate, for the visitor's words
+    from analysis.ratings.table import MIN_UNITS
+    from analysis.ratings.votes import rate_votes
 
     if len({m for r in records for m in (r.model_a, r.model_b)}) < 2:
         return pd.DataFrame(columns=RATING_COLUMNS), "none", NEEDS_MORE
     frame = records_to_frame(records)
-    if mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"])):
+    # The one rating rule of every command: the early estimate, the bootstrap's fallback, withholding.
+    rated = rate_votes(frame, "bt", judge="all", bootstrap=bootstrap, seed=seed)
+    result, units = rated.result, rated.n_units
+    if not rated.early_estimate:
         method = "mle"
-        try:
-            result = rate(frame, "bt", bootstrap=bootstrap, seed=seed)
-        except RuntimeError:  # some bootstrap resample has no MLE: few votes per pair
-            result = rate(frame, "bt")
         note = ("Ratings on the Elo scale (1000 is the average model); **lower** and **upper** bound the range "
                 "the rating lies in with 95% confidence.")
         detail = f"Bradley-Terry maximum-likelihood ratings; 95% intervals: {result.interval}."
     else:
         method = "regularised"
-        result = rate(frame, "bt", l2=PRIOR_L2)
         note = ("**Early estimate, needs more votes:** some model has so far only won or only lost, so its "
                 "rating cannot be measured yet. The ratings shown are pulled towards 1000 (the average) and "
                 "their ranges are wide on purpose.")
@@ -138,14 +136,12 @@ def ratings(records: list[Record], bootstrap: int = 200, seed: int = 0) -> tuple
                   "1957), so the ratings are shrunk towards 1000 by a Gaussian prior (SD "
                   f"{PRIOR_SD_ELO:.0f} Elo points on each model's strength), with {result.interval} "
                   "intervals under that prior.")
-    units = frame["pair_id"].nunique() if frame["pair_id"].notna().all() else len(frame)
     if units < MIN_UNITS:
         note += (f" No ranges or ranks yet: they need votes on at least {MIN_UNITS} different pairs of answers "
                  f"({units} so far); from fewer, no range says honestly how sure a rating is.")
-    elif (result.table["upper"] - result.table["lower"] < 0.05).any():
+    elif any(w.startswith("no interval for") for w in result.warnings):
         note += (" No range is shown where it would have zero width: with so few votes every resample is "
                  "the same, which says nothing about how sure the rating is.")
-    result = withhold_thin(result, units)
     table = result.table.rename(columns={"rank": "rank (UB)", "n": "votes"})
     table = table[RATING_COLUMNS].round(1)
     if method == "mle":
@@ -243,12 +239,12 @@ def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: floa
     """People + judge ratings (prediction-powered, PPI++) beside people's alone, from the campaign's
     votes (those that carry an inclusion probability), each weighted by the inverse of its stored
     probability: what ``python -m analysis.ratings --judge human --ppi JUDGE --picks PICKS.jsonl``
-    gives on the exported votes and the verdicts (its rating step, :func:`analysis.ratings.cli.rate_battles`).
+    gives on the exported votes and the verdicts (its rating step, :func:`analysis.ratings.votes.rate_votes`).
     ``strategy`` names the planner's design (active or uniform), ``n_picks`` its pairs."""
     from analysis.frames import select_battles
     from analysis.ratings import aggregate, mle_exists
-    from analysis.ratings.cli import rate_battles
     from analysis.ratings.table import MIN_UNITS, withhold_thin
+    from analysis.ratings.votes import rate_votes
     from pairlab import record_table
 
     judge, columns = verdicts.judge, campaign_columns(verdicts.judge)
@@ -274,8 +270,8 @@ def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: floa
         return Campaign(f"{head} Needs more votes: some model has so far only won or only lost in the "
                         f"{_plural(len(people), 'campaign vote')}, so people's ratings cannot be measured yet.", empty)
     try:
-        result, _, _ = rate_battles(frame, "bt", judge="human", ppi=judge, picks=picks, level=level)
-    except (ValueError, RuntimeError) as exc:  # people's votes do not connect the models yet, or no fit
+        result = rate_votes(frame, "bt", judge="human", ppi=judge, picks=picks, level=level).result
+    except ValueError as exc:  # FitError is one: a fit that failed  # people's votes do not connect the models yet, or no fit
         return Campaign(f"{head} No ratings yet: {str(exc).splitlines()[0]}", empty)
     s, units, alone = result.summary(), result.fit.n_human_pairs, result.people_alone()
     both, alone_table = (withhold_thin(t, units).table.set_index("model") for t in (result.table, alone))

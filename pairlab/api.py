@@ -12,6 +12,7 @@ stays cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from analysis.judging.worth import JudgeWorth
+    from analysis.ratings.votes import Ratings
     from analysis.report.estimates import BiasReport
 
 __all__ = ["Report", "bias_report", "judge_worth", "rate", "read_votes"]
@@ -33,13 +35,20 @@ def read_votes(*paths: str | os.PathLike, skip_bad: bool = False) -> pd.DataFram
     """Every record of these files and folders, one row each, in any format the commands read
     (format detected per file: our records, AlpacaEval, Chatbot Arena / FastChat, Arena-Hard,
     PandaLM, CSV or Parquet); columns as :mod:`pairlab.record_table`. A bad row raises
-    :class:`pairlab.records.RecordError` naming file and line, unless ``skip_bad``."""
+    :class:`pairlab.records.RecordError` naming file and line, unless ``skip_bad``. What the
+    reading skipped or noted comes as one warning, as the commands print it."""
     import warnings
 
     table, skipped = _read(paths, skip_bad)
-    for issue in skipped:
-        warnings.warn(issue, stacklevel=2)
+    for note in _summary(skipped):
+        warnings.warn(note, stacklevel=2)
     return table
+
+
+def _summary(issues: list[str]) -> list[str]:
+    from analysis.frames import summarise_warnings
+
+    return summarise_warnings(issues)
 
 
 def _read(paths, skip_bad: bool) -> tuple[pd.DataFrame, list[str]]:
@@ -84,24 +93,67 @@ def _battles(votes, *, judge: str | None, with_failures: bool = False) -> pd.Dat
 
 
 def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "human", *, bootstrap: int = 0,
-         seed: int = 0, level: float = 0.95, **options) -> pd.DataFrame:
-    """Ratings with intervals: columns ``model, rating, lower, upper, rank, n`` (Elo scale), as
-    ``pairlab ratings --method METHOD --judge JUDGE --json``; ``method="winrate"`` gives
-    AlpacaEval's win-rate columns instead.
+         seed: int = 0, level: float = 0.95, **options) -> Ratings:
+    """Ratings with intervals, as ``pairlab ratings --method METHOD --judge JUDGE --json``: a
+    :class:`analysis.ratings.votes.Ratings` that a notebook shows as its table, whose
+    ``to_frame()`` has the columns ``model, rating, lower, upper, rank, n`` (Elo scale;
+    ``method="winrate"``: AlpacaEval's win-rate columns), ``warnings`` what to know before
+    trusting them, and which answers ``ratings["model"]``, ``.iloc`` and the other DataFrame
+    calls as that table.
 
-    ``judge``: ``"human"`` (every person), one judge id, ``"all"`` (everyone pooled) or None
-    (people where people and judges both voted). ``options`` are the command's method options
-    by their Python names (``ties``, ``anchor=(model, rating)``, ``ci``, ``l2``, ``strong_weight``,
-    ``k``, ``permutations``, ``baseline``). Only the votes the leaderboard counts are rated
-    (anonymous, no identity leak, no vote-hygiene flag, no left-out prompt-set vote).
+    ``votes``: files and folders, :func:`read_votes`' table or any DataFrame with ``model_a,
+    model_b, winner``. ``judge``: ``"human"`` (every person; every rater when no vote is a
+    person's), one judge id, ``"all"`` (everyone pooled) or None (people where people and judges
+    both voted). ``options`` are the command's method options by their Python names (``ties``,
+    ``anchor=(model, rating)`` or ``"model=rating"``, ``ci``, ``l2``, ``strong_weight``, ``k``,
+    ``permutations``, ``baseline``). Only the votes the leaderboard counts are rated (anonymous, no
+    identity leak, no vote-hygiene flag, no left-out prompt-set vote).
     """
-    from analysis.ratings.cli import WINRATE, rate_battles
+    import warnings
 
-    frame = _battles(votes, judge=None if judge == "all" else judge, with_failures=method == WINRATE)
+    from analysis.ratings.votes import WINRATE, check_options, parse_anchor, rate_votes
+
+    if "anchor" in options:
+        options["anchor"] = parse_anchor(options["anchor"])
+    check_options(method, bootstrap=bootstrap, level=level, **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = _battles(votes, judge=None, with_failures=method == WINRATE)
+    read_notes = _summary([str(w.message) for w in caught])
     if frame.empty:
-        raise ValueError("no battles to rate" + (f" for judge {judge!r}" if judge else ""))
-    result, _, _ = rate_battles(frame, method, judge=judge, bootstrap=bootstrap, seed=seed, level=level, **options)
-    return result.table
+        raise ValueError("no battles to rate")
+    wanted = None if judge == "all" else judge
+    if wanted == "human" and frame["judge"].isna().all():
+        wanted = None  # battles that name no rater (a plain table of battles): rate them all
+    elif wanted is not None:
+        frame = _one_judge(frame, wanted)
+    try:
+        rated = rate_votes(frame, method, judge=judge if wanted is not None else None, bootstrap=bootstrap,
+                           seed=seed, level=level, **options)
+    except ValueError as exc:
+        raise ValueError(_api_words(str(exc))) from None
+    if read_notes:
+        rated = dataclasses.replace(rated, warnings=(*read_notes, *rated.warnings))
+    return rated
+
+
+def _one_judge(frame: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """The battles of ``judge`` (``"human"``: every person's); a judge with none is an error listing the judges."""
+    mask = (frame["judge_type"] == "human") if judge == "human" else (frame["judge"] == judge)
+    mask = mask.fillna(False).to_numpy(dtype=bool)
+    if not mask.any():
+        judges = sorted(set(frame["judge"].dropna().astype(str)))
+        raise ValueError(f"no battles of judge {judge!r}; the votes' judges: {', '.join(judges) or 'none named'} "
+                         "(judge='human' for every person, 'all' to pool everyone)")
+    return frame[mask].reset_index(drop=True)
+
+
+def _api_words(message: str) -> str:
+    """An error in the API's words: its keyword arguments where the command names its options."""
+    for flag, keyword in (("--baseline MODEL", "baseline='MODEL'"), ("--baseline", "baseline="), ("--l2", "l2="),
+                          ("--judge", "judge="), ("--bootstrap", "bootstrap="), ("--anchor", "anchor=")):
+        message = message.replace(flag, keyword)
+    return message.replace(" on the command line", "")
 
 
 def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None = None, rating_bootstrap: int = 200,

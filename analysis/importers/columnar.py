@@ -218,23 +218,26 @@ def _battle_table(path: Path, table: pa.Table) -> pd.DataFrame:
     """A table of battles without texts as the record table, filled in as :mod:`.battles` fills a row."""
     import pyarrow.compute as pc
 
+    import numpy as np
+
     n = table.num_rows
     names = set(table.column_names)
-    empty = pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+    empty = pa.repeat("", n)
     columns = {name: table[name] for name in record_table.ARROW_SCHEMA.names if name in names}
     for name in ("model_a", "model_b", "winner"):
         columns[name] = pc.cast(table[name], pa.string())
     if "pair_id" in names:
         columns["pair_id"] = pc.cast(table["pair_id"], pa.string())
     if "pair_id" not in names or columns["pair_id"].null_count:
-        place = pa.array([f"{path.name} row {i + 1}" for i in range(n)], pa.string())
+        rows = pc.cast(pa.array(np.arange(1, n + 1)), pa.string())
+        place = pc.binary_join_element_wise(pa.repeat(f"{path.name} row", n), rows, " ")
         columns["pair_id"] = pc.coalesce(columns["pair_id"], place) if "pair_id" in names else place
-    judge = pc.fill_null(pc.cast(table["judge"], pa.string()), HUMAN) if "judge" in names else \
-        pa.array([HUMAN] * n, pa.string())
+    judge = pc.fill_null(pc.cast(table["judge"], pa.string()), HUMAN) if "judge" in names else pa.repeat(HUMAN, n)
     if "anony" in names:  # FastChat's votes name voters by id: people (as .battles reads a row)
         human = pc.starts_with(judge, HUMAN)
         judge = pc.if_else(human, judge, pc.binary_join_element_wise(HUMAN, judge, ":"))
-    columns.update(judge=judge, prompt=empty, response_a=empty, response_b=empty)
+    prompt = pc.fill_null(pc.cast(table["prompt"], pa.string()), "") if "prompt" in names else empty
+    columns.update(judge=judge, prompt=prompt, response_a=empty, response_b=empty)
     return record_table.from_arrow(pa.table(columns))
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.stats import FitError
 from analysis.stats.resample import distinct_units
 
 from .bt import BTResult, _regularised_inverse, newton
@@ -117,7 +118,7 @@ def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: i
             single = counts.with_counts(drawn[row, :, 0], drawn[row, :, 1], drawn[row, :, 2])
             try:
                 x[row], _ = newton(likelihood, single, fit.params, l2=l2, tol=tol)
-            except RuntimeError:  # a model only won or only lost in this resample
+            except FitError:  # a model only won or only lost in this resample
                 x[row], _ = newton(likelihood, single, fit.params, l2=max(l2, REPLICATE_L2), tol=tol)
                 n_prior += 1
         out[begin : begin + size] = x

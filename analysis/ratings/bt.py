@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from analysis.stats import FitError
+
 from .counts import PairCounts, aggregate
 from .likelihoods import LIKELIHOODS, PairLikelihood, meat
 from .table import z_two_sided
@@ -176,9 +179,9 @@ def mle_exists(counts: PairCounts) -> bool:
     return bool(_closure(beat).all())
 
 
-def _diverged(x: np.ndarray, counts: PairCounts) -> RuntimeError:
+def _diverged(x: np.ndarray, counts: PairCounts) -> FitError:
     worst = counts.models[np.argsort(-np.abs(x[: counts.n_models]))[:3]]
-    return RuntimeError(
+    return FitError(
         f"Bradley-Terry fit did not converge: ratings diverge (models {list(worst)} may have only "
         "wins or only losses); the MLE does not exist for these battles, pass l2 > 0 (--l2 on the command line) to regularise"
     )
@@ -193,7 +196,7 @@ def newton(
     tol: float = 1e-9,
     max_iter: int = 100,
 ) -> tuple[np.ndarray, int]:
-    """Maximise ``loglik - l2/2 |theta|^2`` by damped Newton; raise RuntimeError if it fails."""
+    """Maximise ``loglik - l2/2 |theta|^2`` by damped Newton; raise :class:`analysis.stats.FitError` if it fails."""
     m = counts.n_models
     incidence = counts.incidence()
     u = np.zeros(len(start))
@@ -228,7 +231,7 @@ def newton(
             return x, iteration
         if np.max(np.abs(x[:m])) > _DIVERGED:
             raise _diverged(x, counts)
-    raise RuntimeError(f"Bradley-Terry fit did not converge in {max_iter} Newton iterations")
+    raise FitError(f"Bradley-Terry fit did not converge in {max_iter} Newton iterations")
 
 
 def newton_rounds(
@@ -340,6 +343,6 @@ def bradley_terry(
 
     Battles are first aggregated to counts per pair of models (:func:`.counts.aggregate`),
     so the cost after one O(battles) counting pass is O(models^2) per Newton step.
-    Raises ``RuntimeError`` when Newton does not converge.
+    Raises :class:`analysis.stats.FitError` when Newton does not converge.
     """
     return fit_counts(aggregate(model_a, model_b, winner, weights), ties=ties, l2=l2, tol=tol, max_iter=max_iter)

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import warnings
 
 from analysis.frames import load_frame, show_warnings
 from analysis.importers import describe_formats
-from analysis.stats import CLUSTERS, cluster_groups
+from analysis.stats import CLUSTERS, FitError, cluster_groups
 
-from .registry import METHODS, rate
-from .table import RatingTable, withhold_thin
-
-# Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
-# its own result type and lives beside the registry's methods, not in it.
-WINRATE = "winrate"
+from .registry import METHODS
+from .table import RatingTable
+from .votes import WINRATE, parse_anchor, rate_votes
 
 _DESCRIPTION = """\
 Rate models from pairwise battles: human votes and LLM-judge verdicts, in any of the
@@ -88,11 +84,8 @@ examples:
 
 
 def _anchor(text: str) -> tuple[str, float]:
-    model, sep, rating = text.rpartition("=")
     try:
-        if not sep or not model:
-            raise ValueError
-        return model, float(rating)
+        return parse_anchor(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected MODEL=RATING, got {text!r}") from None
 
@@ -222,57 +215,6 @@ def render_winrate(result) -> str:
     return "\n".join(lines)
 
 
-def choose_raters(frame, judge: str | None):
-    """People only when people and LLM judges both gave verdicts and no ``--judge`` was
-    named (their ratings answer different questions); ``--judge all`` pools everyone.
-
-    Returns the battles kept and a line saying which raters they come from.
-    """
-    # A table without a judge column (a plain CSV of battles) names no rater: say so rather than nothing.
-    named = frame["judge"].astype(object).where(frame["judge"].notna(), "unnamed (no judge column)")
-    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", named).value_counts(dropna=False)
-    counts.index = ["people" if name == "human" else str(name) for name in counts.index]
-    listing = ", ".join(f"{name} {n}" for name, n in counts.items())
-    humans = frame["judge_type"] == "human"
-    if judge is None and humans.any() and not humans.all():
-        left_out = ", ".join(f"{name} {n}" for name, n in counts.items() if name != "people")
-        return (frame[humans.to_numpy()].reset_index(drop=True),
-                f"raters: people ({int(humans.sum())} battles); LLM judges left out ({left_out}): "
-                "--judge NAME rates one judge, --judge all pools everyone")
-    return frame, f"raters: {listing}" + (" (pooled)" if len(counts) > 1 else "")
-
-
-def rate_battles(frame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None, picks=None,
-                 bootstrap: int = 0, seed: int = 0, level: float = 0.95, cluster: str | None = None, **options):
-    """What this command prints, for battles already read and filtered (:func:`analysis.frames.load_frame`):
-    the result (its ``to_dict()`` is the ``--json`` output), the line saying which raters were
-    rated (None with ``ppi``, which uses people's votes and one judge's verdicts by design) and
-    the battles rated. ``cluster`` as :func:`analysis.stats.cluster_groups` (bt's methods and ``ppi``)."""
-    raters = None
-    if ppi is None:
-        frame, raters = choose_raters(frame, judge)
-    if ppi is not None and method == WINRATE:
-        from .ppi import ppi_win_rates
-
-        result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
-    elif ppi is not None:
-        from .ppi import ppi_ratings
-
-        result = ppi_ratings(frame, ppi, level=level, picks=picks, cluster=cluster)
-    elif method == WINRATE:
-        from .winrate import win_rates
-
-        if bootstrap:
-            raise ValueError("--bootstrap does not apply to --method winrate (its intervals are Wald)")
-        result = win_rates(frame, options.get("baseline"), level=level)
-    else:
-        result = _rate(frame, method, bootstrap, seed, level, {**options, "cluster": cluster})
-        paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
-        result = withhold_thin(result, frame["pair_id"].nunique() if paired else len(frame),
-                               "pairs" if paired else "votes")
-    return result, raters, frame
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -308,17 +250,17 @@ def main(argv: list[str] | None = None) -> int:
         show_warnings(caught)
         if frame.empty:
             raise ValueError(f"no battles to rate in {', '.join(args.votes)}" + _filters(args))
-        result, raters, frame = rate_battles(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
-                                             bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster,
-                                             **options)
+        rated = rate_votes(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
+                           bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster, **options)
+        result, raters, frame = rated.result, rated.raters, rated.battles
         clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
+    except (FitError, RuntimeError) as exc:  # a fit that failed on good input
+        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as exc:  # bad input or usage: argparse's style and exit code
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except RuntimeError as exc:  # a fit that failed on good input
-        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-    for warning in getattr(result, "warnings", ()):
+    for warning in rated.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     # allow_nan=False: JSON has no Infinity or NaN; to_dict already writes them as null.
     if args.json:
@@ -338,23 +280,6 @@ def main(argv: list[str] | None = None) -> int:
         print(raters)
         print(render(result, len(frame)))
     return 0
-
-
-def _rate(frame, method: str, bootstrap: int, seed: int, level: float, options: dict) -> RatingTable:
-    """``rate`` with the method's options; Bradley-Terry on battles without a maximum-likelihood
-    rating (a model with only wins or only losses) gets the arena leaderboard's prior instead of
-    an error, and a warning saying so."""
-    if method in ("bt", "bt-davidson") and "l2" not in options and bootstrap == 0:
-        from .bt import PRIOR_L2, PRIOR_SD_ELO, mle_exists
-        from .counts import aggregate
-
-        if not mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"])):
-            note = (f"no maximum-likelihood rating exists for these battles (a model has only wins or only losses, "
-                    f"Ford 1957): regularised as the arena's leaderboard does, --l2 {PRIOR_L2:g} (a Gaussian prior, SD "
-                    f"{PRIOR_SD_ELO:.0f} Elo points, on each model's strength); pass --l2 to choose another")
-            result = rate(frame, method, bootstrap=0, seed=seed, level=level, **options, l2=PRIOR_L2)
-            return dataclasses.replace(result, warnings=(note, *result.warnings))
-    return rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, **options)
 
 
 def _filters(args: argparse.Namespace) -> str:

@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
+from analysis.stats import FitError
+
 from .winrate import length_controlled
 
 __all__ = ["calibrate_prior", "joint_difficulty", "model_lc", "read_rows"]
@@ -74,7 +76,7 @@ def joint_difficulty(rows: pd.DataFrame, n_instructions: int) -> pd.Series:
     fit = minimize(loss, np.zeros(2 * k + n_instructions - 1), jac=True, method="L-BFGS-B",
                    options={"maxiter": 10_000, "gtol": 1e-7})
     if not fit.success:
-        raise RuntimeError(f"the joint difficulty fit did not converge: {fit.message}")
+        raise FitError(f"the joint difficulty fit did not converge: {fit.message}")
     return pd.Series(np.r_[0.0, fit.x[2 * k:]], index=pd.RangeIndex(n_instructions, name="index"),
                      name="instruction_difficulty")
 

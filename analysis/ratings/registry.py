@@ -160,7 +160,27 @@ def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0,
     else:
         lower, upper = fit.elo_intervals(anchor, kind=ci, level=level)
         interval = f"{ci} Wald {level:.0%}, {clustering}"
-    return make_table(name, counts.models, rating, lower, upper, counts.n_battles, interval=interval)
+    rank = None
+    if anchor is not None:
+        # The anchored model's rating is fixed by choice, so it has no interval; the ranks are the
+        # centred fit's (pinning one model moves every rating by the same amount, not their order).
+        pinned = counts.models.get_loc(anchor[0])
+        lower[pinned] = upper[pinned] = np.nan
+        rank = _centred_ranks(fit, samples if ci == "bootstrap" else None, ci, level)
+        interval += f"; {anchor[0]} pinned at {anchor[1]:g} (no interval), ranks from the centred ratings"
+    return make_table(name, counts.models, rating, lower, upper, counts.n_battles, interval=interval, rank=rank)
+
+
+def _centred_ranks(fit, samples, ci: str, level: float):
+    """Ranks with uncertainty from the fit's centred ratings (no model pinned)."""
+    from .table import rank_with_uncertainty
+
+    if ci == "bootstrap":
+        centred = samples - samples.mean(axis=1, keepdims=True)
+        lower, upper = percentile_interval(centred, level)
+    else:
+        lower, upper = fit.elo_intervals(None, kind=ci, level=level)
+    return rank_with_uncertainty(lower, upper)
 
 
 register("bt")(_bt)

@@ -437,7 +437,7 @@ def fit_style_bt(
     ``groups`` (one per battle, e.g. ``pair_id``) cluster the sandwich covariance.
     ``models`` fixes the rated models (a bootstrap resample may lack some: their rows are
     NaN). With ``reg=0`` collinear style columns are left out (:func:`_independent`), so
-    ``coef`` may hold fewer elements than ``covariates``. Raises ``RuntimeError`` when
+    ``coef`` may hold fewer elements than ``covariates``. Raises :class:`analysis.stats.FitError` when
     Newton does not converge, e.g. an unpenalised fit with a model that never lost.
     """
     if covariates is None:

@@ -132,8 +132,10 @@ def make_table(
     interval: str,
     coefficients: pd.DataFrame | None = None,
     warnings: tuple[str, ...] = (),
+    rank=None,
 ) -> RatingTable:
-    """Assemble, rank and sort a :class:`RatingTable`."""
+    """Assemble, rank and sort a :class:`RatingTable` (``rank``: the ranks where the caller has
+    them, else :func:`rank_with_uncertainty` of the intervals)."""
     names = pd.Index(models).astype(str)
     rating, lower, upper = (np.asarray(x, dtype=float) for x in (rating, lower, upper))
     # Highest rating first, ties by name, a missing rating last: sorted with numpy, as the
@@ -145,7 +147,7 @@ def make_table(
             "rating": rating[order],
             "lower": lower[order],
             "upper": upper[order],
-            "rank": rank_with_uncertainty(lower, upper)[order],
+            "rank": (rank_with_uncertainty(lower, upper) if rank is None else rank)[order],
             "n": np.asarray(n, dtype=np.int64)[order],
         }
     )
