@@ -1,6 +1,6 @@
 """Export stored votes: ``python -m arena.export --db URL --out FILE [--format records|fastchat]``.
 
-``records``: one record per line (DESIGN.md), everything stored, flags in ``meta``
+``records``: one record per line (docs/architecture.md), everything stored, flags in ``meta``
 (``anony``, ``identity_leak``, and vote hygiene's ``flags``, see :mod:`arena.hygiene`)
 so analysis can filter; nothing is left out unless ``--ratable-only``. ``fastchat``: a JSON list of
 battles in Chatbot Arena's clean-battle shape, which FastChat's rating notebooks read.

@@ -6,7 +6,7 @@ the same input: :func:`rate` is ``pairlab ratings --json`` (its ``ratings`` rows
 is report.json's ``judges[JUDGE].ppi``. ``votes`` is what :func:`read_votes`
 returned, or the files and folders themselves.
 
-The analysis (pandas, scipy, statsmodels) is imported on first call, so ``import pairlab``
+The analysis (pandas, scipy) is imported on first call, so ``import pairlab``
 stays cheap.
 """
 

@@ -1,6 +1,6 @@
 """The one record type: one comparison (a human vote or a judge verdict) per JSONL line.
 
-Field meanings are fixed by DESIGN.md. ``model_a`` is always the response shown first,
+Field meanings are fixed by docs/architecture.md. ``model_a`` is always the response shown first,
 so position bias can be read straight off the records. Unknown fields survive a round
 trip in ``extra``; nothing is coerced: a bad line raises :class:`RecordError` naming the
 file and line, or is collected when the reader is asked to skip bad lines.

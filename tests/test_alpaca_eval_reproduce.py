@@ -59,7 +59,7 @@ def test_one_annotations_file_takes_generator_1_as_the_baseline(alpaca, capsys):
 
 def test_the_order_shown_is_recovered_for_nearly_every_row(alpaca):
     """AlpacaEval shows the outputs in a random order; a position-bias estimate needs it."""
-    from analysis.importers import load_records
+    from row_reader import load_records
 
     for path in alpaca[0]:
         orders = [r.meta["shown_order"] for r in load_records(path)]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.importers import load_records
+from row_reader import load_records
 from analysis.ratings import CENTRE, ELO_SCALE, rate
 from reference_bt import reference_bradley_terry
 from pairlab.records import Record, make_pair_id, read_records, write_records

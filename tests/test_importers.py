@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.importers import import_paths, load_records
+from row_reader import import_paths, load_records
 from pairlab.records import RecordError, write_records
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.importers import import_paths
+from row_reader import import_paths
 from analysis.importers.columnar import read_table
 from analysis.report import build_report, report_json
 from pairlab import record_table

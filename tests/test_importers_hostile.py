@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from analysis.importers import import_paths
+from row_reader import import_paths
 from analysis.report.cli import main as report_main
 from pairlab.records import Record, RecordError, make_pair_id
 

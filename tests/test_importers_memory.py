@@ -31,7 +31,8 @@ BOUND = {"jsonl": 2.75, "json": 3.5, "parquet": 4.75}
 
 _MEASURE = HIGH_WATER + """
 import json, sys
-from analysis.importers import load_records
+sys.path.insert(0, "tests")
+from row_reader import load_records
 import pyarrow.parquet  # noqa: F401  (imports are not what is measured)
 
 before = high_water()

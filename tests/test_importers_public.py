@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from analysis.frames import load_frame
-from analysis.importers import FORMATS, import_paths, load_records
+from analysis.importers import FORMATS
+from row_reader import import_paths, load_records
 from pairlab.records import RecordError, read_records, write_records
 
 CONV_A = [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"},

@@ -19,7 +19,7 @@ from analysis.judging.meta_metrics import METRICS, leaderboard_agreement, leader
 
 @pytest.fixture(scope="module")
 def pandalm(shared_data):
-    from analysis.importers import import_paths
+    from row_reader import import_paths
     from analysis.ratings import rate
     from analysis.judgment_table import judgment_table
 

@@ -234,7 +234,7 @@ def test_report_shows_width_past_the_votes_in_hand(tmp_path, shared_data):
     the HTML its figure; with people on every pair there is nothing left to project."""
     import warnings
 
-    from analysis.importers import load_records
+    from row_reader import load_records
     from analysis.report import main as report_main
     from pairlab.records import is_human, write_records
 

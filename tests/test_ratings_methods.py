@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from analysis.ratings import ELO_SCALE, METHODS, online_elo, rank_with_uncertainty, rate
-from analysis.ratings.style import style_counts, style_covariates
+from analysis.ratings.style import frame_covariates
+from style_oracle import style_counts
 
 OUTCOMES = np.array(["model_a", "model_b", "tie"], dtype=object)
 
@@ -159,7 +160,7 @@ def styled_battles(seed: int, n: int = 4000):
             "response_b": [response(x) for x in b],
         }
     )
-    length = style_covariates(frame["response_a"], frame["response_b"])["length"].to_numpy()
+    length = frame_covariates(frame)["length"].to_numpy()
     p = 1 / (1 + np.exp(-(theta[a] - theta[b] + 0.8 * length)))
     frame["winner"] = np.where(rng.random(n) < p, "model_a", "model_b")
     return frame, theta

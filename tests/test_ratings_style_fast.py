@@ -5,7 +5,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.ratings.style import style_counts, style_features
+from analysis.ratings.style import style_features
+from style_oracle import style_counts
 
 # Markdown-ish fragments mixed with arbitrary text, so headers, lists and bold all occur.
 fragments = st.sampled_from(["# ", "## Title\n", "- item\n", "* x\n", "1. one\n", "**bold**", "__b__", "\n", " ", "`code`"])

@@ -137,7 +137,7 @@ def test_write_report_draws_each_figure_once_and_computes_each_section_once(tmp_
 
 def test_no_two_model_labels_overlap_on_the_pandalm_leaderboard_figure(shared_data):
     """bloom-7b and pythia-6.9b have close ratings on every panel: their labels were drawn on each other."""
-    from analysis.importers import import_paths
+    from row_reader import import_paths
     from analysis.report.leaderboard_figure import leaderboard_figure
 
     report = build_report(import_paths([shared_data / "pandalm"]).records, n_boot=20, rating_bootstrap=20, seed=0)

@@ -141,7 +141,7 @@ def test_preference_fairness_of_gpt35_follows_shi_et_al(raw, shared_data):
     in both orders; here records are grouped by their texts, as Shi et al. would."""
     import dataclasses
 
-    from analysis.importers import import_paths
+    from row_reader import import_paths
     from analysis.bias.position import position_bias
     from analysis.judgment_table import judgment_table
     from pairlab.records import make_pair_id

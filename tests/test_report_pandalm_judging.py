@@ -33,7 +33,8 @@ def test_controlled_self_preference(raw, report):
     its position, its length lean (log length of X over Y), its markdown leans and its self term."""
     import statsmodels.api as sm
 
-    from analysis.ratings.style import STYLE_FEATURES, style_counts
+    from analysis.ratings.style import STYLE_FEATURES
+    from style_oracle import style_counts
 
     def markdown(votes):
         """Per vote, (f_X - f_Y) / (f_X + f_Y + 1) of the headers, list items and bold spans the

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from analysis.importers import load_records
+from row_reader import load_records
 from analysis.report import main
 from pairlab.records import is_human, write_records
 

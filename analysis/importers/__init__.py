@@ -1,9 +1,8 @@
 """Public comparison formats -> one record table, or :class:`pairlab.records.Record` lists.
 
 :func:`read_table` is the one reader every command and the Python API use: files or
-folders in, the record table (:mod:`pairlab.record_table`) and the skipped items out.
-:func:`load_records` / :func:`import_paths` give the records themselves. The format of a
-file is detected from its first row (see :func:`describe_formats`), one module each:
+folders in, the record table (:mod:`pairlab.record_table`) and the skipped items out. The
+format of a file is detected from its first row (see :func:`describe_formats`), one module each:
 
 * :mod:`.own`: the project's records (JSONL, or CSV/Parquet with the record columns);
 * :mod:`.alpaca_eval`: AlpacaEval ``annotations.json``;
@@ -20,15 +19,14 @@ JSON at most :data:`.rows.MAX_DOCUMENT` (:mod:`.rows`).
 Nothing is dropped silently: a judgment without a verdict is a record with ``winner``
 null and ``parse_error`` set (see :mod:`pairlab.records`); a bad row stops the import with
 an error naming file and line, unless ``skip_bad`` is asked for, when it is skipped and
-reported as an :class:`ImportIssue` (``load_records`` also warns). Files are read row by
-row (:mod:`.rows`), so memory grows with the records kept, not with parsing.
+reported as an :class:`ImportIssue`. What is not read column-wise is read row by row
+(:mod:`.rows`), so memory grows with the records kept, not with parsing.
 """
 
-from .issues import ImportIssue, ImportResult
-from .load import FORMATS, describe_formats, format_names, import_paths, iter_records, load_records
+from .issues import ImportIssue
+from .load import FORMATS, describe_formats, format_names
 
-__all__ = ["FORMATS", "ImportIssue", "ImportResult", "describe_formats", "format_names", "import_paths",
-           "iter_records", "load_records", "read_table"]
+__all__ = ["FORMATS", "ImportIssue", "describe_formats", "format_names", "read_table"]
 
 
 def __getattr__(name: str):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pairlab.records import Record
-
-__all__ = ["ImportIssue", "ImportResult"]
+__all__ = ["ImportIssue"]
 
 
 @dataclass(frozen=True)
@@ -19,9 +17,3 @@ class ImportIssue:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.item}: {self.message}"
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    records: tuple[Record, ...]
-    issues: tuple[ImportIssue, ...]

@@ -11,10 +11,10 @@ from pathlib import Path
 from pairlab.records import Record, RecordError
 
 from . import alpaca_eval, arena, arena_hard, battles, own, pandalm
-from .issues import ImportIssue, ImportResult
+from .issues import ImportIssue
 from .rows import SUFFIXES, Row, check_regular, iter_rows
 
-__all__ = ["FORMATS", "describe_formats", "format_names", "import_paths", "iter_records", "iter_sources", "load_records", "source_records"]
+__all__ = ["FORMATS", "describe_formats", "format_names", "iter_sources", "source_records"]
 
 # Row formats in the order they are tried on a file's first row (most specific first).
 FORMATS = (own, alpaca_eval, arena_hard, arena, battles)
@@ -28,43 +28,6 @@ def describe_formats() -> str:
 def format_names() -> str:
     """The formats we read, named on one line: errors are one line."""
     return ", ".join(m.NAME for m in (*FORMATS, pandalm))
-
-
-def load_records(path: str | os.PathLike, *, skip_bad: bool = False) -> list[Record]:
-    """All records in a file or folder (format auto-detected).
-
-    Skipped items are reported with :func:`warnings.warn`; use :func:`import_paths` to get
-    them as data.
-    """
-    result = import_paths([path], skip_bad=skip_bad)
-    for issue in result.issues:
-        warnings.warn(str(issue), stacklevel=2)
-    return list(result.records)
-
-
-def import_paths(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False) -> ImportResult:
-    """Records from several files and folders, with every skipped item reported.
-
-    A bad row raises :class:`RecordError` naming file and line (or row, where the format
-    has no lines); with ``skip_bad`` it is skipped and reported as an :class:`ImportIssue`.
-    """
-    records: list[Record] = []
-    issues: list[ImportIssue] = []
-    seen: set[tuple[int, int]] = set()
-    for path in paths:
-        records.extend(iter_records(Path(path), issues, skip_bad=skip_bad, seen=seen))
-    return ImportResult(tuple(records), tuple(issues))
-
-
-def iter_records(path: Path, issues: list[ImportIssue], *, skip_bad: bool = False,
-                 seen: set[tuple[int, int]] | None = None) -> Iterator[Record]:
-    """The records of one file or folder, one row at a time; skipped items go to ``issues``.
-
-    Every file and folder is read once (``seen`` carries them across calls): a symbolic link
-    back up the tree, or to a file read already, adds nothing.
-    """
-    for source in iter_sources(path, issues, seen=seen):
-        yield from source_records(source, issues, skip_bad=skip_bad)
 
 
 def iter_sources(path: Path, issues: list[ImportIssue], *,

@@ -44,7 +44,7 @@ from .bt import CENTRE, ELO_SCALE, BTResult, bradley_terry, fit_counts, mle_exis
 from .counts import PairCounts, aggregate
 from .elo import online_elo
 from .registry import METHODS, rate, register
-from .style import StyleFit, add_style_features, fit_style_bt, style_covariates
+from .style import StyleFit, add_style_features, fit_style_bt
 from .table import RatingTable, make_table, rank_with_uncertainty
 from .winrate import WinRateTable, win_rates
 
@@ -71,6 +71,5 @@ __all__ = [
     "rank_with_uncertainty",
     "rate",
     "register",
-    "style_covariates",
     "win_rates",
 ]

@@ -10,8 +10,8 @@ text outside fenced code blocks. FastChat counts tokens with tiktoken, whose voc
 cannot be fetched offline; here a token is a word or a punctuation mark (``\\w+|[^\\w\\s]``),
 so length coefficients are comparable across our runs, not to the digit with FastChat's.
 Features are computed once per distinct text (:func:`style_features`; responses repeat
-across judges and presentation orders), tokens for all of them in one vectorised pass;
-:func:`style_counts` is the plain one-text version the fast path is checked against.
+across judges and presentation orders), tokens for all of them in one vectorised pass (the
+tests hold it to a plain one-text count, their oracle).
 :func:`add_style_features` stores the counts with each battle (as FastChat keeps them in
 ``conv_metadata``), so a frame counted once can be split by judge and every part rated.
 
@@ -44,12 +44,9 @@ __all__ = [
     "STYLE_FEATURES",
     "StyleFit",
     "add_style_features",
-    "count_tokens",
     "fit_style_bt",
     "frame_covariates",
     "normalised_difference",
-    "style_counts",
-    "style_covariates",
     "style_features",
     "style_support",
 ]
@@ -58,7 +55,6 @@ STYLE_FEATURES = ("length", "headers", "lists", "bold")
 # Stored counts of response A, then of response B (:func:`add_style_features`).
 STYLE_COLUMNS = tuple(f"style_{name}_{side}" for side in ("a", "b") for name in STYLE_FEATURES)
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 _CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)
 _HEADER = re.compile(r"^#{1,6}\s", re.MULTILINE)
 _LIST = re.compile(r"^\s*(?:\d+\.|[-*+])\s", re.MULTILINE)
@@ -71,16 +67,6 @@ _BATCH_CHARS = 1 << 22
 _SPACE, _WORD, _OTHER = 0, 1, 2
 
 
-def count_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
-
-
-def style_counts(text: str) -> tuple[int, int, int, int]:
-    """(tokens, markdown headers, list items, bold spans) of one response."""
-    prose = _CODE_BLOCK.sub("", text)
-    return count_tokens(text), len(_HEADER.findall(prose)), len(_LIST.findall(prose)), len(_BOLD.findall(prose))
-
-
 def _char_class(ch: str) -> int:
     # The regex module's own definitions: \w is str.isalnum() or "_", \s is str.isspace().
     return _WORD if ch.isalnum() or ch == "_" else _SPACE if ch.isspace() else _OTHER
@@ -90,7 +76,7 @@ _ASCII_CLASSES = np.array([_char_class(chr(c)) for c in range(128)], dtype=np.ui
 
 
 def _token_counts(texts: list[str]) -> np.ndarray:
-    """:func:`count_tokens` of every text, computed on character classes with numpy.
+    """Tokens (``\\w+|[^\\w\\s]`` matches) of every text, computed on character classes with numpy.
 
     ``\\w+|[^\\w\\s]`` finds one token per run of word characters and one per character that
     is neither word nor space, so the count is (word characters not preceded by one) +
@@ -128,7 +114,7 @@ def _token_counts_batch(texts: list[str]) -> np.ndarray:
 
 
 def _markdown_counts(text: str) -> tuple[int, int, int]:
-    """Headers, list items and bold spans as :func:`style_counts` counts them; a pattern is
+    """Headers, list items and bold spans as the one-text count finds them; a pattern is
     skipped where a character it needs is absent, and an anchored one tried only at the
     start of a one-line text (``^`` matches after ``\\n`` only)."""
     prose = _CODE_BLOCK.sub("", text) if "```" in text else text
@@ -143,7 +129,7 @@ def _markdown_counts(text: str) -> tuple[int, int, int]:
 
 
 def _as_texts(texts) -> pd.Series:
-    """The texts as a Series of str (``str(t)`` of each value, as :func:`style_counts` needs)."""
+    """The texts as a Series of str (``str(t)`` of each value)."""
     if isinstance(texts, pd.Series) and isinstance(texts.dtype, pd.StringDtype) and not texts.hasnans:
         return texts
     if (isinstance(texts, pd.Series) and isinstance(texts.dtype, pd.CategoricalDtype)
@@ -153,7 +139,7 @@ def _as_texts(texts) -> pd.Series:
 
 
 def style_features(texts) -> np.ndarray:
-    """:func:`style_counts` of every text (``str`` of each value), as floats of shape (n, 4).
+    """(tokens, headers, list items, bold spans) of every text (``str`` of each value), as floats of shape (n, 4).
 
     Each distinct text is counted once: responses repeat across judges and orders. An index
     of distinct texts (a record table's, :func:`pairlab.record_table.text_codes`) is read off
@@ -176,7 +162,7 @@ def _features(texts: pd.Series) -> np.ndarray:
 
 
 def _counts(distinct: list[str]) -> np.ndarray:
-    """:func:`style_counts` of each text, as a (texts x 4) float array."""
+    """(tokens, headers, list items, bold spans) of each text, as a (texts x 4) float array."""
     counts = np.empty((len(distinct), len(STYLE_FEATURES)))
     counts[:, 0] = _token_counts(distinct)
     counts[:, 1:] = [_markdown_counts(t) for t in distinct] if distinct else np.empty((0, 3))
@@ -314,7 +300,7 @@ def _shared_categories(a: pd.Series, b: pd.Series) -> bool:
 
 
 def add_style_features(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the :func:`style_counts` of ``response_a`` and ``response_b`` added as
+    """``frame`` with the style counts of ``response_a`` and ``response_b`` added as
     the columns :data:`STYLE_COLUMNS` (``style_length_a`` ... ``style_bold_b``).
 
     ``bt-style`` and :func:`fit_style_bt` use these columns where the frame has them
@@ -336,17 +322,13 @@ def _frame_counts(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def frame_covariates(frame: pd.DataFrame) -> pd.DataFrame:
-    """:func:`style_covariates` of a battle frame, from its stored counts where it has them."""
-    return _standardised(*_frame_counts(frame))
-
-
-def style_covariates(response_a, response_b) -> pd.DataFrame:
-    """Standardised normalised differences, one column per style element with variation.
+    """Standardised normalised differences of a battle frame's responses, one column per style
+    element with variation, from its stored counts where it has them.
 
     An element that is the same in every battle (e.g. no markdown anywhere) carries no
     information and would make the regression singular, so it is left out.
     """
-    return _standardised(*_pair_features(response_a, response_b))
+    return _standardised(*_frame_counts(frame))
 
 
 def _standardised(fa: np.ndarray, fb: np.ndarray) -> pd.DataFrame:

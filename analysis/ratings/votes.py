@@ -255,9 +255,9 @@ def rate_votes(frame: pd.DataFrame, method: str = "bt", *, judge: str | None = N
 
         options = {**options, "l2": PRIOR_L2}
         notes.append(f"early estimate: no maximum-likelihood rating exists for these battles (a model has only wins "
-                     f"or only losses, Ford 1957), so the ratings are shrunk towards 1000 by a Gaussian prior (SD "
-                     f"{PRIOR_SD_ELO:.0f} Elo points on each model's strength, l2 {PRIOR_L2:g}); pass l2 to choose "
-                     "another")
+                     f"or only losses, Ford 1957), so the ratings are regularised towards 1000 by a Gaussian prior "
+                     f"(--l2 {PRIOR_L2:g}: SD {PRIOR_SD_ELO:.0f} Elo points on each model's strength); another --l2 "
+                     "(l2= in Python) chooses another prior")
     try:
         result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, cluster=cluster, **options)
     except FitError as exc:

@@ -38,8 +38,8 @@ def _frame_records(frame: pd.DataFrame | None):
 
 
 def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = None) -> dict:
-    """The ``report.json`` document: DESIGN.md's keys first, the details beside them (``summary``:
-    the report's summary blocks where the caller has them already)."""
+    """The ``report.json`` document: its contract's keys first (docs/architecture.md), the details
+    beside them (``summary``: the report's summary blocks where the caller has them already)."""
     judges = {}
     worth = {w.judge: worth_json(w) for w in report.worth}
     for r in report.raters:
