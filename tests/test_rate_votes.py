@@ -162,3 +162,29 @@ def test_a_model_name_that_is_not_text_is_a_value_error():
     frame.loc[3, "model_a"] = 1.5
     with pytest.raises(ValueError, match="model"):
         pairlab.rate(frame)
+
+
+def test_twenty_thousand_models_rate_within_a_gigabyte(tmp_path):
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    m, n = 20_000, 200_000
+    theta = rng.normal(0, 1, m)
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    won = rng.random(n) < 1 / (1 + np.exp(theta[b] - theta[a]))
+    names = np.array([f"model-{k:05d}" for k in range(m)], dtype=object)
+    pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": np.where(won, "model_a", "model_b")}).to_csv(
+        tmp_path / "many.csv", index=False)
+    tracemalloc.start()
+    try:
+        rated = pairlab.rate(tmp_path / "many.csv")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 30
+    table = rated.to_frame().set_index("model")
+    assert len(table) == m and table["n"].sum() == 2 * n
+    # The planted strengths come back (about 20 battles a model), and no interval is claimed.
+    assert np.corrcoef(table["rating"].reindex(names).to_numpy(), theta)[0, 1] > 0.8
+    assert table["lower"].isna().all() and any("no intervals" in w for w in rated.warnings)

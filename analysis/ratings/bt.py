@@ -27,7 +27,7 @@ from .likelihoods import LIKELIHOODS, PairLikelihood, meat
 from .table import z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["BTResult", "CENTRE", "ELO_SCALE", "bradley_terry", "fit_counts", "newton", "newton_rounds", "to_elo_matrix"]
+__all__ = ["BTResult", "CENTRE", "DENSE_MODELS", "ELO_SCALE", "bradley_terry", "fit_counts", "newton", "newton_rounds", "to_elo_matrix"]
 
 ELO_SCALE = 400.0 / math.log(10.0)
 CENTRE = 1000.0
@@ -35,6 +35,10 @@ CENTRE = 1000.0
 # leaderboard and analysis.ratings use the same one.
 PRIOR_L2 = 1.0
 PRIOR_SD_ELO = ELO_SCALE / math.sqrt(PRIOR_L2)  # the prior's SD on the Elo scale
+# Beyond this many models the fit keeps no models x models matrix: its Newton steps are solved by
+# conjugate gradients on the sparse information, and the intervals, which need the dense inverse
+# (a gigabyte at 11,000 models), are not computed.
+DENSE_MODELS = 2_000
 # |theta| beyond this (odds of e^40) only happens when the MLE does not exist, e.g. a
 # model that never lost: Newton then marches off to infinity instead of converging.
 _DIVERGED = 40.0
@@ -62,10 +66,10 @@ class BTResult:
 
     def elo(self, anchor: tuple[str, float] | None = None) -> pd.Series:
         """Ratings on the Elo scale, centred on ``CENTRE`` or with ``anchor`` pinned."""
-        return pd.Series(
-            to_elo_matrix(self.counts.models, anchor) @ self.scores.to_numpy() + _offset(anchor),
-            index=self.scores.index,
-        )
+        theta = self.scores.to_numpy()
+        if anchor is not None:
+            theta = theta - theta[_anchor_index(self.counts.models, anchor)]
+        return pd.Series(ELO_SCALE * theta + _offset(anchor), index=self.scores.index)
 
     def covariance(self, kind: str = "sandwich") -> np.ndarray:
         """Covariance of ``params``: ``"sandwich"`` (robust, I^-1 B I^-1) or ``"model"`` (I^-1).
@@ -98,14 +102,17 @@ def _offset(anchor: tuple[str, float] | None) -> float:
     return CENTRE if anchor is None else float(anchor[1])
 
 
+def _anchor_index(models: pd.Index, anchor: tuple[str, float]) -> int:
+    if anchor[0] not in models:
+        raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
+    return models.get_loc(anchor[0])
+
+
 def to_elo_matrix(models: pd.Index, anchor: tuple[str, float] | None) -> np.ndarray:
     """Linear map from centred ``theta`` to Elo ratings (before adding the offset)."""
-    m = len(models)
-    out = np.eye(m)
+    out = np.eye(len(models))
     if anchor is not None:
-        if anchor[0] not in models:
-            raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
-        out[:, models.get_loc(anchor[0])] -= 1.0
+        out[:, _anchor_index(models, anchor)] -= 1.0
     return ELO_SCALE * out
 
 
@@ -141,14 +148,29 @@ def _closure(adjacency: np.ndarray) -> np.ndarray:
         reach = wider
 
 
-def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
-    """Connected components of the comparison graph: (count, label per model)."""
-    m = counts.n_models
+def _graph_components(m: int, source: np.ndarray, target: np.ndarray, strong: bool) -> tuple[int, np.ndarray]:
+    """Components of the graph with edges ``source -> target`` on ``m`` models: (count, label
+    per model); strongly connected ones when ``strong``. Up to :data:`DENSE_MODELS` models by
+    the closure of a small dense matrix, beyond by scipy's sparse graph search."""
+    if m > DENSE_MODELS:
+        import scipy.sparse
+        from scipy.sparse.csgraph import connected_components
+
+        graph = scipy.sparse.csr_matrix((np.ones(len(source)), (source, target)), shape=(m, m))
+        return connected_components(graph, directed=strong, connection="strong" if strong else "weak")
     adjacency = np.zeros((m, m), dtype=bool)
-    adjacency[counts.i, counts.j] = adjacency[counts.j, counts.i] = True
+    adjacency[source, target] = True
+    if not strong:
+        adjacency |= adjacency.T
     reach = _closure(adjacency)
+    reach &= reach.T  # mutual reach: the strongly connected components (all components when undirected)
     _, labels = np.unique(reach.argmax(axis=1), return_inverse=True)
     return int(labels.max()) + 1 if m else 0, labels
+
+
+def _components(counts: PairCounts) -> tuple[int, np.ndarray]:
+    """Connected components of the comparison graph: (count, label per model)."""
+    return _graph_components(counts.n_models, counts.i, counts.j, strong=False)
 
 
 def _check_connected(counts: PairCounts) -> None:
@@ -172,11 +194,10 @@ def mle_exists(counts: PairCounts) -> bool:
     if counts.n_models < 2:
         return False
     wins_i, wins_j, ties = (np.asarray(x).reshape(-1) for x in (counts.wins_i, counts.wins_j, counts.ties))
-    beat = np.zeros((counts.n_models,) * 2, dtype=bool)  # beat[i, j]: i won or tied against j
-    forward, backward = (wins_i + ties) > 0, (wins_j + ties) > 0
-    beat[counts.i[forward], counts.j[forward]] = True
-    beat[counts.j[backward], counts.i[backward]] = True
-    return bool(_closure(beat).all())
+    forward, backward = (wins_i + ties) > 0, (wins_j + ties) > 0  # an edge i -> j: i won or tied against j
+    source = np.r_[counts.i[forward], counts.j[backward]]
+    target = np.r_[counts.j[forward], counts.i[backward]]
+    return _graph_components(counts.n_models, source, target, strong=True)[0] == 1
 
 
 def _diverged(x: np.ndarray, counts: PairCounts) -> FitError:
@@ -199,10 +220,14 @@ def newton(
     """Maximise ``loglik - l2/2 |theta|^2`` by damped Newton; raise :class:`analysis.stats.FitError` if it fails."""
     m = counts.n_models
     incidence = counts.incidence()
-    u = np.zeros(len(start))
-    u[:m] = 1.0
-    lift = np.outer(u, u)
-    lift[:m, :m] += l2 * np.eye(m)
+    sparse = m > DENSE_MODELS
+    if sparse and likelihood.extra:
+        raise ValueError(f"more than {DENSE_MODELS:,} models are rated with ties as half wins only (ties='half')")
+    if not sparse:
+        u = np.zeros(len(start))
+        u[:m] = 1.0
+        lift = np.outer(u, u)
+        lift[:m, :m] += l2 * np.eye(m)
 
     def objective(x: np.ndarray) -> float:
         return likelihood.loglik(x, counts) - 0.5 * l2 * float(x[:m] @ x[:m])
@@ -213,7 +238,10 @@ def newton(
         gradient = likelihood.gradient(x, counts, incidence)
         gradient[:m] -= l2 * x[:m]
         try:
-            step = np.linalg.solve(likelihood.information(x, counts) + lift, gradient)
+            if sparse:
+                step = _sparse_step(x, counts, l2, gradient)
+            else:
+                step = np.linalg.solve(likelihood.information(x, counts) + lift, gradient)
         except np.linalg.LinAlgError:
             # Win probabilities saturated at 0 or 1: the information of some model vanished.
             raise _diverged(x, counts) from None
@@ -232,6 +260,30 @@ def newton(
         if np.max(np.abs(x[:m])) > _DIVERGED:
             raise _diverged(x, counts)
     raise FitError(f"Bradley-Terry fit did not converge in {max_iter} Newton iterations")
+
+
+def _sparse_step(x: np.ndarray, counts: PairCounts, l2: float, gradient: np.ndarray) -> np.ndarray:
+    """The Newton step of ties-as-half-wins for many models: ``(L + l2 I) step = gradient`` on
+    centred ``theta``, with ``L`` the information (a weighted graph Laplacian) kept sparse and
+    solved by conjugate gradients with a diagonal preconditioner (the gradient sums to zero, so
+    the singular system with ``l2 = 0`` is consistent and the iterates stay centred)."""
+    import scipy.sparse
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    m = counts.n_models
+    p = 1.0 / (1.0 + np.exp(-(x[counts.i] - x[counts.j])))
+    weight = counts.totals * p * (1.0 - p)
+    degree = np.bincount(counts.i, weight, m) + np.bincount(counts.j, weight, m) + l2
+    off = scipy.sparse.csr_matrix((np.r_[weight, weight], (np.r_[counts.i, counts.j], np.r_[counts.j, counts.i])),
+                                  shape=(m, m))
+    matrix = scipy.sparse.diags(degree) - off
+    if (degree <= 0).any():
+        raise np.linalg.LinAlgError("a model has no information")
+    preconditioner = LinearOperator((m, m), matvec=lambda v: v / degree)
+    step, info = cg(matrix, gradient, rtol=1e-12, atol=0.0, maxiter=10 * m, M=preconditioner)
+    if info != 0:
+        raise FitError(f"Bradley-Terry fit: the Newton step of {m:,} models did not converge")
+    return step - step.mean() if l2 == 0 else step
 
 
 def newton_rounds(

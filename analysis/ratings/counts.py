@@ -1,8 +1,8 @@
 """Battles aggregated to one row per unordered pair of models.
 
 Every Bradley-Terry likelihood here depends on the battles only through, for each pair
-``i < j``, the number of wins of ``i``, wins of ``j`` and ties. Aggregating first makes a
-fit cost O(pairs) = O(models^2) instead of O(battles), and makes the multinomial bootstrap
+``i < j`` that met, the number of wins of ``i``, wins of ``j`` and ties. Aggregating first
+makes a fit cost O(pairs that met) instead of O(battles), and makes the multinomial bootstrap
 a resampling of a few thousand cells instead of millions of battles.
 
 Battles that are not independent, e.g. three people voting on one pair or a judge seeing
@@ -192,60 +192,68 @@ def aggregate(model_a, model_b, winner, weights=None, groups=None) -> PairCounts
     ``groups`` (e.g. the ``pair_id`` of each battle; a missing value is a cluster of its
     own) marks battles that are not independent of each other: see :class:`Clusters`.
     Self-battles (``model_a == model_b``) carry no information about ratings and raise.
+    Only the pairs that met are kept (sorted, ``i < j``), so memory grows with the battles,
+    not with the square of the models.
     """
     a, b, models = _encode_models(model_a, model_b)
     outcome = encode_winners(winner)
     if not len(a) == len(b) == len(outcome):
         raise ValueError("model_a, model_b and winner must have the same length")
-    m = len(models)
-    # One pass over the battles counts (model_a, model_b, outcome) cells; everything after
-    # works on the m x m x 3 table, whatever the number of battles.
-    key = (a * m + b) * 3 + outcome
-    w = None if weights is None else np.asarray(weights, dtype=float)
-    ordered = np.bincount(key, weights=w, minlength=m * m * 3).reshape(m, m, 3).astype(float)
-    if np.diagonal(ordered, axis1=0, axis2=1).any():
+    if (a == b).any():
         raise ValueError("a model cannot battle itself (model_a == model_b)")
-    if w is None:
-        per_model = ordered.sum(axis=2)
+    m = len(models)
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    low, high, column = _cells(a, b, outcome)
+    # Each battle's pair as one key; the pairs that met, sorted, are the rows of the counts.
+    key = low.astype(np.int64) * m + high
+    if m * m <= _DENSE_KEYS:  # few models: a direct count over every pair is the cheaper pass
+        present = np.bincount(key, minlength=m * m) > 0
+        met = np.flatnonzero(present)
+        row = np.cumsum(present)[key] - 1
     else:
-        per_model = np.bincount(a * m + b, minlength=m * m).reshape(m, m)
-    n_battles = (per_model.sum(axis=0) + per_model.sum(axis=1)).astype(np.int64)
-    i, j = np.triu_indices(m, 1)
-    # Seen from the lower-index model i: its wins as A plus its wins as B, and so on.
-    wins_i = ordered[i, j, WIN_A] + ordered[j, i, WIN_B]
-    wins_j = ordered[i, j, WIN_B] + ordered[j, i, WIN_A]
-    ties = ordered[i, j, TIE] + ordered[j, i, TIE]
-    # A pair never compared, or whose battles all weigh zero, says nothing and is left out.
-    seen = (wins_i + wins_j + ties) > 0
+        met, row = np.unique(key, return_inverse=True)
+        row = row.ravel()
+    cells = np.bincount(row * 3 + column, weights=w, minlength=3 * len(met)).reshape(-1, 3).astype(float)
+    n_battles = (np.bincount(a, minlength=m) + np.bincount(b, minlength=m)).astype(np.int64)
+    # A pair whose battles all weigh zero says nothing and is left out.
+    seen = cells.sum(axis=1) > 0
     clusters = None
     if groups is not None:
-        clusters = _clusters(a, b, outcome, w, groups, m, i[seen] * m + j[seen])
+        clusters = _clusters(row, column, w, groups, seen)
     return PairCounts(
         models=models,
-        i=i[seen],
-        j=j[seen],
-        wins_i=wins_i[seen],
-        wins_j=wins_j[seen],
-        ties=ties[seen],
+        i=(met[seen] // m).astype(np.intp),
+        j=(met[seen] % m).astype(np.intp),
+        wins_i=cells[seen, 0],
+        wins_j=cells[seen, 1],
+        ties=cells[seen, 2],
         n_battles=n_battles,
         clusters=clusters,
     )
 
 
-def _clusters(a, b, outcome, w, groups, m: int, kept: np.ndarray) -> Clusters:
-    """The :class:`Clusters` of battles coded ``a, b, outcome`` with pairs ``kept`` (i m + j)."""
-    codes = cluster_codes(groups)
-    if len(codes) != len(a):
-        raise ValueError("groups must have one value per battle")
-    position = np.full(m * m, -1)
-    position[kept] = np.arange(len(kept))
+# Models squared up to which pairs are found by a count over every pair rather than by sorting.
+_DENSE_KEYS = 1 << 20
+
+
+def _cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each battle's pair (lower, higher model code) and its cell seen from the lower model:
+    0 its win, 1 its loss, 2 a tie (A's win is the lower model's when it was shown first)."""
     low, high = np.minimum(a, b), np.maximum(a, b)
-    # Seen from the lower-index model: A's win is its win when it was shown first.
     column = np.where(outcome == TIE, 2, np.where((outcome == WIN_A) == (a < b), 0, 1))
-    cell = position[low * m + high] * 3 + column
-    weight = np.ones(len(a)) if w is None else w
-    used = (cell >= 0) & (weight != 0)  # a pair whose battles all weigh zero was left out
-    n_cells = 3 * len(kept)
+    return low, high, column
+
+
+def _clusters(row, column, w, groups, seen: np.ndarray) -> Clusters:
+    """The :class:`Clusters` of battles in pair rows ``row``, cell ``column``, keeping the pairs ``seen``."""
+    codes = cluster_codes(groups)
+    if len(codes) != len(row):
+        raise ValueError("groups must have one value per battle")
+    position = np.where(seen, np.cumsum(seen) - 1, -1)[row]
+    weight = np.ones(len(row)) if w is None else w
+    used = (position >= 0) & (weight != 0)  # a pair whose battles all weigh zero was left out
+    cell = position * 3 + column
+    n_cells = 3 * int(seen.sum())
     # Sum repeated (cluster, cell) entries and sort by cluster: one key per entry.
     key, inverse = np.unique(codes[used].astype(np.int64) * n_cells + cell[used], return_inverse=True)
     total = np.bincount(inverse.ravel(), weight[used], len(key))

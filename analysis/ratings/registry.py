@@ -59,7 +59,7 @@ import pandas as pd
 from analysis.stats import Clustering, cluster_codes, cluster_groups, percentile_interval
 
 from .bootstrap import bootstrap_params
-from .bt import CENTRE, ELO_SCALE, fit_counts, to_elo_matrix
+from .bt import CENTRE, DENSE_MODELS, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
 from .elo import bootstrap_orders, online_elo, random_orders
 from .style import MIN_STYLE_PAIRS, STYLE_REG, fit_style_bt, frame_covariates, style_support
@@ -144,6 +144,16 @@ def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0,
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
     clustering = clustering.describe()
     rating = fit.elo(anchor).to_numpy()
+    if counts.n_models > DENSE_MODELS:
+        if bootstrap:
+            raise ValueError(f"the bootstrap needs a models x models matrix: {counts.n_models:,} models are more "
+                             f"than {DENSE_MODELS:,}; rate without it (ratings only) or a subset of the models")
+        missing = np.full(counts.n_models, np.nan)
+        return make_table(name, counts.models, rating, missing, missing, counts.n_battles,
+                          interval=f"none: intervals for {counts.n_models:,} models need their models x models "
+                          f"covariance, kept only up to {DENSE_MODELS:,} models; ratings only",
+                          warnings=(f"no intervals or ranks: {counts.n_models:,} models are more than the "
+                                    f"{DENSE_MODELS:,} whose covariance is computed",))
     if ci == "bootstrap":
         if not bootstrap:
             raise ValueError("ci='bootstrap' needs bootstrap > 0 rounds")
