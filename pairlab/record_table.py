@@ -200,7 +200,9 @@ def _flag_column(table: pa.Table, name: str, default: bool) -> np.ndarray:
 def _text(table: pa.Table, name: str, values: pa.ChunkedArray | None = None) -> pd.Series:
     values = table[name] if values is None and name in table.column_names else values
     if values is None or pa.types.is_null(values.type):
-        return pd.Series(pd.array([None] * table.num_rows, dtype="str"))
+        # An absent column as Arrow nulls: a validity bitmap, not a Python None per row.
+        return pd.Series(pd.api.types.pandas_dtype("str").__from_arrow__(
+            pa.chunked_array([pa.nulls(table.num_rows, pa.string())])))
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         raise _problem(f"field {name!r} must be a string, got {values.type}")
     return pd.Series(values.to_pandas(), dtype="str").reset_index(drop=True)

@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         rated = rate_votes(frame, args.method, judge=args.judge, ppi=args.ppi, picks=picks,
                            bootstrap=args.bootstrap, seed=args.seed, cluster=args.cluster, **options)
         result, raters, frame = rated.result, rated.raters, rated.battles
-        clustering = f"intervals {cluster_groups(frame, args.cluster).describe()}"
+        clustering = f"intervals {(rated.clustering or cluster_groups(frame, args.cluster)).describe()}"
     except (FitError, RuntimeError) as exc:  # a fit that failed on good input
         print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 1

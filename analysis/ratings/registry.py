@@ -95,7 +95,7 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     ``draw_probability`` (trueskill); ``reg`` (bt-style: the ridge, 0 for plain ML); ``level`` (all).
     ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt whenever a prompt carries more
     than one pair, :func:`analysis.stats.cluster_groups`) is the unit every interval
-    treats as independent.
+    treats as independent (or that function's answer for ``frame``, already computed).
 
     Rows with a ``parse_error`` (a judgment without a verdict; its ``winner`` is null)
     are left out, whoever built the frame.
@@ -107,11 +107,12 @@ def rate(frame: pd.DataFrame, method: str = "bt", *, bootstrap: int = 0, seed: i
     missing = {"model_a", "model_b", "winner"} - set(frame.columns)
     if missing:
         raise ValueError(f"the frame lacks columns {sorted(missing)}")
+    given = cluster if isinstance(cluster, Clustering) else None
     if "parse_error" in frame.columns and frame["parse_error"].notna().any():
-        frame = frame[frame["parse_error"].isna().to_numpy()]
+        frame, given = frame[frame["parse_error"].isna().to_numpy()], None
     if frame.empty:
         raise ValueError("no battles to rate")
-    clustering = cluster_groups(frame, cluster)
+    clustering = given or cluster_groups(frame, cluster)
     return METHODS[method](frame, bootstrap=bootstrap, seed=seed, clustering=clustering, **options)
 
 
@@ -133,13 +134,21 @@ def strength_weights(frame: pd.DataFrame, strong_weight: float) -> np.ndarray:
 def _cluster_codes(clustering: Clustering) -> np.ndarray | None:
     """Each battle's cluster coded ``0..K-1`` (:func:`analysis.stats.cluster_codes`), or
     None when every battle is its own cluster."""
-    return None if clustering.groups is None else cluster_codes(clustering.groups)
+    return None if _independent(clustering) else cluster_codes(clustering.groups)
+
+
+def _independent(clustering: Clustering) -> bool:
+    """Whether every battle is a cluster of its own (e.g. a table of battles whose rows are
+    their own pairs): then the plain sums are the clustered ones, without coding a million
+    clusters."""
+    return clustering.groups is None or clustering.n == len(clustering.groups)
 
 
 def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
         strong_weight=None):
     weights = None if strong_weight is None else strength_weights(frame, strong_weight)
-    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=clustering.groups)
+    groups = None if _independent(clustering) else clustering.groups
+    counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=groups)
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
     clustering = clustering.describe()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.stats import FitError
+from analysis.stats import Clustering, FitError, cluster_groups
 
 from .registry import METHODS, rate
 from .table import RatingTable, withhold_thin
@@ -49,8 +49,8 @@ class Ratings:
     :class:`.table.RatingTable`, a win-rate table or a prediction-powered one), the line saying
     whose votes were rated (``raters``; None for prediction-powered ratings, which use people
     and one judge by design), the battles rated, every warning a reader needs (``warnings``),
-    whether the ratings are the early estimate under the prior (``early_estimate``) and how many
-    units (``unit``: pairs, else votes) the intervals rest on.
+    whether the ratings are the early estimate under the prior (``early_estimate``), how many
+    units (``unit``: pairs, else votes) the intervals rest on and how the votes cluster.
 
     In a notebook it shows as its table; ``to_frame()`` is the table as a DataFrame, and the
     DataFrame's columns and methods (``ratings["model"]``, ``.iloc``, ``.to_string()``) reach
@@ -64,6 +64,7 @@ class Ratings:
     early_estimate: bool = False
     n_units: int = 0
     unit: str = "votes"
+    clustering: Clustering | None = None  # the unit the intervals treat as independent
 
     @property
     def method(self) -> str:
@@ -213,9 +214,12 @@ def check_options(method: str, *, bootstrap: int = 0, level: float = 0.95, ancho
         raise ValueError(f"k (the Elo K-factor) must be a finite number > 0, got {k!r}")
 
 
-def _units(frame: pd.DataFrame) -> tuple[int, str]:
+def _units(frame: pd.DataFrame, clustering: Clustering) -> tuple[int, str]:
+    """How many pairs the votes are on (votes where some vote has no pair_id)."""
     paired = "pair_id" in frame.columns and bool(frame["pair_id"].notna().all())
-    return (int(frame["pair_id"].nunique()), "pairs") if paired else (len(frame), "votes")
+    if not paired:
+        return len(frame), "votes"
+    return (clustering.n if clustering.kind == "pair" else int(frame["pair_id"].nunique())), "pairs"
 
 
 def rate_votes(frame: pd.DataFrame, method: str = "bt", *, judge: str | None = None, ppi: str | None = None,
@@ -249,6 +253,7 @@ def rate_votes(frame: pd.DataFrame, method: str = "bt", *, judge: str | None = N
             raise ValueError("bootstrap does not apply to the win rate (its intervals are Wald)")
         return Ratings(win_rates(frame, options.get("baseline"), level=level), raters, frame)
     notes: list[str] = []
+    clustering = cluster_groups(frame, cluster)  # once: the fit, the fallback and the caller share it
     early = method in _BT and options.get("l2") is None and not _mle_exists(frame)
     if early:
         from .bt import PRIOR_L2, PRIOR_SD_ELO
@@ -259,17 +264,18 @@ def rate_votes(frame: pd.DataFrame, method: str = "bt", *, judge: str | None = N
                      f"(--l2 {PRIOR_L2:g}: SD {PRIOR_SD_ELO:.0f} Elo points on each model's strength); another --l2 "
                      "(l2= in Python) chooses another prior")
     try:
-        result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, cluster=cluster, **options)
+        result = rate(frame, method, bootstrap=bootstrap, seed=seed, level=level, cluster=clustering, **options)
     except FitError as exc:
         if not bootstrap or options.get("ci") == "bootstrap":
             raise
         # Some resample cannot be fitted (few votes per pair): the sandwich needs no resample.
-        result = rate(frame, method, bootstrap=0, seed=seed, level=level, cluster=cluster, **options)
+        result = rate(frame, method, bootstrap=0, seed=seed, level=level, cluster=clustering, **options)
         notes.append(f"the bootstrap could not be fitted ({str(exc).splitlines()[0]}); sandwich intervals instead")
-    n_units, unit = _units(frame)
+    n_units, unit = _units(frame, clustering)
     result = withhold_thin(result, n_units, unit)
     result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
-    return Ratings(result, raters, frame, result.warnings, early_estimate=early, n_units=n_units, unit=unit)
+    return Ratings(result, raters, frame, result.warnings, early_estimate=early, n_units=n_units, unit=unit,
+                   clustering=clustering)
 
 
 def _mle_exists(frame: pd.DataFrame) -> bool:
