@@ -27,7 +27,6 @@ weighted by its stored inclusion probability, the ratings command's numbers (:fu
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,11 +153,9 @@ def _style_controlled(frame: pd.DataFrame) -> pd.Series:
     from analysis.ratings import rate
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # statsmodels warns, rather than fails, on perfect separation
-            table = rate(frame, "bt-style").table
-    except (RuntimeError, ValueError, ArithmeticError, Warning, np.linalg.LinAlgError):
-        return pd.Series(dtype=float)  # too few or too uniform votes for the style regression
+        table = rate(frame, "bt-style").table
+    except ValueError:  # analysis.stats.FitError is one: too few or too uniform votes for the style regression
+        return pd.Series(dtype=float)
     return table.set_index("model")["rating"]
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairlab.ratable import record_setting
-from pairlab.records import HUMAN, WINNERS, Record, RecordError
+from pairlab.records import BREACHES, HUMAN, JUDGE_TYPES, WINNERS, Record, RecordError
 
 __all__ = ["ARROW_SCHEMA", "COLUMNS", "from_arrow", "from_records", "is_person", "shared_texts", "stack", "text_codes"]
 
@@ -34,7 +34,7 @@ TEXT = ["pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "
         "family_a", "family_b", "judge_family", "prompt_id", "category", "parse_error", "template", "mode",
         "baseline", "voter"]
 COLUMNS = [*TEXT, "prob_a", "strength", "tstamp", "suspect", "anony", "identity_leak", "flagged"]
-_REQUIRED = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "judge")
+_REQUIRED = ("pair_id", "prompt", "model_a", "model_b", "response_a", "response_b", "judge")  # winner may be null
 _FROM_META = ("mode", "baseline", "voter")  # text columns read from ``meta`` only
 _META = (*_FROM_META, "suspect_verdict", "anony", "identity_leak", "flags")
 # What a records file is read as: the record fields the table holds, typed, and of ``meta``
@@ -204,13 +204,13 @@ def _text(table: pa.Table, name: str, values: pa.ChunkedArray | None = None) -> 
         return pd.Series(pd.api.types.pandas_dtype("str").__from_arrow__(
             pa.chunked_array([pa.nulls(table.num_rows, pa.string())])))
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-        raise _problem(f"field {name!r} must be a string, got {values.type}")
+        raise _problem(BREACHES["text"].format(name=name) + f", got {values.type}")
     return pd.Series(values.to_pandas(), dtype="str").reset_index(drop=True)
 
 
 def from_arrow(table: pa.Table) -> pd.DataFrame:
-    """The table of a records file read column-wise, checked as :meth:`Record.validate` checks
-    one record. A breach raises :class:`RecordError` without a line: the caller reads the file
+    """The table of a records file read column-wise, checked column by column by the rules
+    :meth:`Record.validate` checks one record by (:data:`pairlab.records.BREACHES`). A breach raises :class:`RecordError` without a line: the caller reads the file
     again row by row to say which line (:mod:`analysis.importers.columnar`)."""
     names = set(table.column_names)
     try:  # Arrow keeps text that is not UTF-8 as it came (Parquet's, or JSON's); a record may not hold it
@@ -219,14 +219,14 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
         raise _problem("invalid UTF-8 (bytes that do not decode)") from None
     for name in _REQUIRED:
         if name not in names or table[name].null_count:
-            raise _problem(f"missing required field {name!r}")
+            raise _problem(BREACHES["missing"].format(name=name))
     if "meta" in names and not (pa.types.is_struct(table["meta"].type) or pa.types.is_null(table["meta"].type)):
-        raise _problem("meta must be an object")
+        raise _problem(BREACHES["meta"])
     columns = {name: _text(table, name) for name in TEXT
                if name in names and name not in (*_FROM_META, "response_a", "response_b")}
     for name in ("response_a", "response_b"):
         if not (pa.types.is_string(table[name].type) or pa.types.is_large_string(table[name].type)):
-            raise _problem(f"field {name!r} must be a string, got {table[name].type}")
+            raise _problem(BREACHES["text"].format(name=name) + f", got {table[name].type}")
     columns["response_a"], columns["response_b"] = shared_texts(table["response_a"], table["response_b"])
     for name in TEXT:
         if name not in columns and name not in _FROM_META:
@@ -236,25 +236,25 @@ def from_arrow(table: pa.Table) -> pd.DataFrame:
     parse_error = frame["parse_error"]
     winner = frame["winner"]
     if (winner.isna() & (parse_error.isna() | (parse_error == ""))).any():
-        raise _problem("winner is null but parse_error is not set")
+        raise _problem(BREACHES["no verdict"])
     if not winner.dropna().isin(WINNERS).all():
-        raise _problem("unknown winner")
+        raise _problem(BREACHES["winner"])
     unknown = frame["judge_type"].isna()
     if unknown.any():
         human = is_person(frame)
         # Filled from an Arrow column rather than from one Python string per row.
         named = pd.Series(pd.array(pa.array(["llm", "human"]).take(human.astype(np.int8)), dtype="str"))
         frame["judge_type"] = frame["judge_type"].where(~unknown, named)
-    if not frame["judge_type"].isin(["human", "llm"]).all():
-        raise _problem("judge_type must be 'human' or 'llm'")
+    if not frame["judge_type"].isin(JUDGE_TYPES).all():
+        raise _problem(BREACHES["judge_type"])
     for name in _FROM_META:
         frame[name] = _text(table, name, _child(table, name))
     frame["prob_a"] = _numbers(table, "prob_a")
     if ((frame["prob_a"] < 0) | (frame["prob_a"] > 1) | np.isnan(frame["prob_a"]) & _valid(table, "prob_a")).any():
-        raise _problem("prob_a must be a number in [0, 1]")
+        raise _problem(BREACHES["prob_a"])
     frame["strength"] = _numbers(table, "strength", integer=True)
     if (frame["strength"] < 0).any():
-        raise _problem("strength must be a whole number >= 0")
+        raise _problem(BREACHES["strength"])
     frame["tstamp"] = _numbers(table, "tstamp")
     frame["suspect"] = _truthy(_child(table, "suspect_verdict"), n, False)
     frame["anony"] = _flag_column(table, "anony", True)

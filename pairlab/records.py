@@ -26,6 +26,22 @@ RECORD_VERSION = 1
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 HUMAN = "human"
+JUDGE_TYPES = ("human", "llm")
+# The record's rules, one table for both readers: a record checks itself (Record.validate) and a
+# records file read as columns is checked column by column (pairlab.record_table.from_arrow),
+# each breach named in these words. The text fields are the required ones but ``winner``, which
+# may be null when ``parse_error`` says why; ``prob_a`` is in [0, 1]; ``strength`` (a graded
+# verdict: Arena-Hard's A>>B is 2, A>B is 1, A=B is 0) a whole number >= 0.
+BREACHES = {
+    "missing": "missing required field {name!r}",
+    "text": "field {name!r} must be a string",
+    "no verdict": "winner is null but parse_error is not set",
+    "winner": "unknown winner",
+    "judge_type": "judge_type must be 'human' or 'llm'",
+    "prob_a": "prob_a must be a number in [0, 1]",
+    "strength": "strength must be a whole number >= 0",
+    "meta": "meta must be an object",
+}
 # A judge's order-averaged verdicts (judges.run's OUT.pairs.jsonl) are rated as this judge id plus the suffix.
 ORDER_AVERAGED = ":order-averaged"
 # A judge's likelihood-mode verdicts (each answer scored alone) are another rater: the judge id plus this.
@@ -40,7 +56,9 @@ def saw_display_order(judge: str) -> bool:
     return not str(judge).endswith(JUDGE_VARIANTS)
 
 __all__ = [
+    "BREACHES",
     "HUMAN",
+    "JUDGE_TYPES",
     "JUDGE_VARIANTS",
     "LIKELIHOOD",
     "ORDER_AVERAGED",
@@ -81,12 +99,10 @@ def _require_str(data: dict, name: str, optional: bool = False) -> Any:
     if name not in data or data[name] is None:
         if optional:
             return None
-        raise RecordError(None, None, f"missing required field {name!r}")
+        raise RecordError(None, None, BREACHES["missing"].format(name=name))
     value = data[name]
     if not isinstance(value, str):
-        raise RecordError(
-            None, None, f"field {name!r} must be a string, got {type(value).__name__}: {value!r:.60}"
-        )
+        raise RecordError(None, None, BREACHES["text"].format(name=name) + f", got {type(value).__name__}: {value!r:.60}")
     return value
 
 
@@ -128,29 +144,27 @@ class Record:
         self.validate()
 
     def validate(self) -> None:
+        """The rules of :data:`BREACHES`, checked on this record."""
         for name in _REQUIRED:
             value = getattr(self, name)
             if not isinstance(value, str) and not (name == "winner" and value is None):
-                raise RecordError(
-                    None, None, f"field {name!r} must be a string, got {type(value).__name__}: {value!r:.60}"
-                )
+                raise RecordError(None, None, BREACHES["text"].format(name=name)
+                                  + f", got {type(value).__name__}: {value!r:.60}")
         if self.winner is None:
             if not self.parse_error:
-                raise RecordError(None, None, "winner is null but parse_error is not set: a record without a "
-                                  "verdict must say why (parse_error)")
+                raise RecordError(None, None, BREACHES["no verdict"] + ": a record without a verdict must say why "
+                                  "(parse_error)")
         elif self.winner not in WINNERS:
-            raise RecordError(None, None, f"unknown winner {self.winner!r}; expected one of {', '.join(WINNERS)}")
-        if self.judge_type not in ("human", "llm"):
-            raise RecordError(None, None, f"judge_type must be 'human' or 'llm', got {self.judge_type!r}")
-        if self.prob_a is not None and not (
-            isinstance(self.prob_a, (int, float)) and 0.0 <= self.prob_a <= 1.0
-        ):
-            raise RecordError(None, None, f"prob_a must be a number in [0, 1], got {self.prob_a!r}")
-        if self.strength is not None and (isinstance(self.strength, bool) or not isinstance(self.strength, int) or self.strength < 0):
-            # A graded verdict: Arena-Hard's A>>B is 2, A>B is 1, A=B is 0.
-            raise RecordError(None, None, f"strength must be a whole number >= 0, got {self.strength!r}")
+            raise RecordError(None, None, f"{BREACHES['winner']} {self.winner!r}; expected one of {', '.join(WINNERS)}")
+        if self.judge_type not in JUDGE_TYPES:
+            raise RecordError(None, None, f"{BREACHES['judge_type']}, got {self.judge_type!r}")
+        if self.prob_a is not None and not (isinstance(self.prob_a, (int, float)) and 0.0 <= self.prob_a <= 1.0):
+            raise RecordError(None, None, f"{BREACHES['prob_a']}, got {self.prob_a!r}")
+        if self.strength is not None and (isinstance(self.strength, bool) or not isinstance(self.strength, int)
+                                          or self.strength < 0):
+            raise RecordError(None, None, f"{BREACHES['strength']}, got {self.strength!r}")
         if not isinstance(self.meta, dict):
-            raise RecordError(None, None, f"meta must be an object, got {type(self.meta).__name__}")
+            raise RecordError(None, None, f"{BREACHES['meta']}, got {type(self.meta).__name__}")
 
     @property
     def winner_model(self) -> str | None:

@@ -51,7 +51,7 @@ from scipy import special, stats
 
 from analysis.stats.resample import paired_totals
 from analysis.judgment_table import positions
-from analysis.stats import Z95, FitError, percentile_interval
+from analysis.stats import Z95, percentile_interval
 
 __all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "leaderboard_agreement",
            "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
@@ -63,8 +63,7 @@ MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric 
 # its true value in 64.5% of simulated runs (issue 26).
 RANKING_MODELS = 8
 _BT_TOL = 1e-10  # a round's leaderboard is fitted when its last step moves no strength by more
-_CHORD_STEPS = 30
-_NEWTON_STEPS = 100  # a round's Newton fit that has not converged by then raises
+_RIDGE = 1e-6  # l2 on the strengths: finite for a round with an unbeaten model, negligible otherwise
 BOOT_ROUNDS = 2000  # seeds 0-3 then agree to well within a quarter of each interval's width
 # Names that stand for a position in a file, not a model (LLMBar, AlpacaEval without generators).
 _PLACEHOLDER = re.compile(r"^(out(put)?[_ -]?\d+|model[_ -]?[ab12]|response[_ -]?[ab12]|[ab])$", re.IGNORECASE)
@@ -207,72 +206,27 @@ def _batch_metrics(rj, hj_lo, hj_hi, rr, hr_lo, hr_hi) -> dict[str, np.ndarray]:
 
 
 def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
-    """Bradley-Terry strengths (natural log-odds, mean 0) for a batch of count tables.
+    """Bradley-Terry strengths (natural log-odds, mean 0) for a batch of count tables, by the
+    ratings' Bradley-Terry family (:func:`analysis.ratings.bootstrap.refit_rounds`).
 
     ``totals`` is (rounds x 2 x pairs): model i's and model j's wins (ties as half) per model
     pair. A small ridge (1e-6) keeps a round whose data leave a model unbeaten finite (such a
     round has no MLE; its percentile rank is what counts). Every round starts from the fit to
-    the rounds' mean table and takes chord steps (Newton steps with that fit's information,
-    inverted once: Kelley 1995, sec. 5.4): a round's information differs from it by the
-    resampling noise, so a chord step gains almost as much as a Newton step at a fraction of
-    the cost (no solve per round). Rounds whose chord steps stop shrinking, or not converged
-    after :data:`_CHORD_STEPS` of them (sparse tables, far from the mean), are fitted by
-    Newton's method from 0 instead.
+    the rounds' mean table and takes chord steps from it (a round's information differs from
+    the mean's by the resampling noise); a round they do not settle is fitted by Newton's method.
     """
-    wins_i, wins_j = totals[:, 0], totals[:, 1]
-    games = wins_i + wins_j
-    # Pair p's incidence row (+1 for model i, -1 for j) and its outer product: differences,
-    # score sums and the information matrix are then products with them, not scatter-adds.
-    incidence = np.zeros((len(i), n))
-    incidence[np.arange(len(i)), i] = 1.0
-    incidence[np.arange(len(i)), j] = -1.0
-    outer = (incidence[:, :, None] * incidence[:, None, :]).reshape(len(i), n * n)
-    ridge = 1e-6 * np.eye(n) + 1.0 / n  # a small ridge, and the mean-0 constraint's direction
-
-    def gradient(theta, w, g):
-        p = 1.0 / (1.0 + np.exp(-(theta @ incidence.T)))
-        return (w - g * p) @ incidence - 1e-6 * theta, p
-
-    def newton(theta, w, g):
-        # A round has converged when its step is below the tolerance, or its score is zero to
-        # rounding: a round with an unbeaten model sits where only the 1e-6 ridge holds it, and
-        # there a step is the rounding noise of the score divided by the ridge.
-        scale = np.maximum(g.sum(axis=1), 1.0)
-        for _ in range(_NEWTON_STEPS):
-            grad, p = gradient(theta, w, g)
-            information = ((g * p * (1 - p)) @ outer).reshape(len(theta), n, n) + ridge
-            step = np.linalg.solve(information, grad[..., None])[..., 0]
-            theta = theta + step
-            theta -= theta.mean(axis=1, keepdims=True)
-            if np.all((np.max(np.abs(step), axis=1) < _BT_TOL) | (np.max(np.abs(grad), axis=1) < 1e-12 * scale)):
-                return theta
-        raise FitError(f"the leaderboard's Bradley-Terry fit did not converge in {_NEWTON_STEPS} Newton steps ({len(theta)} rounds)")
+    from analysis.ratings.bootstrap import refit_rounds
+    from analysis.ratings.bt import fit_counts
+    from analysis.ratings.counts import PairCounts
 
     if not len(totals):
         return np.zeros((0, n))
-    mean_w, mean_g = wins_i.mean(axis=0, keepdims=True), games.mean(axis=0, keepdims=True)
-    start = newton(np.zeros((1, n)), mean_w, mean_g)
-    p = 1.0 / (1.0 + np.exp(-(start @ incidence.T)))
-    chord = np.linalg.inv(((mean_g * p * (1 - p)) @ outer).reshape(n, n) + ridge)
-    theta = np.repeat(start, len(totals), axis=0)
-    active, last = np.arange(len(totals)), np.full(len(totals), np.inf)
-    for _ in range(_CHORD_STEPS):
-        with np.errstate(over="ignore"):  # a diverging round overflows exp: it goes to Newton below
-            grad, _ = gradient(theta[active], wins_i[active], games[active])
-        step = grad @ chord
-        moved = theta[active] + step
-        theta[active] = moved - moved.mean(axis=1, keepdims=True)
-        size = np.max(np.abs(step), axis=1)
-        # A round whose steps stop shrinking fast is too far from the mean table for chord
-        # steps (they may diverge there): it is left for Newton's method.
-        slow = ~(size <= 0.5 * last[active])
-        last[active] = np.where(slow, np.inf, size)
-        active = active[~slow & (size >= _BT_TOL)]
-        if not len(active):
-            break
-    rest = np.flatnonzero(~(last < _BT_TOL))  # not converged: fitted by Newton from 0 (undamped
-    if len(rest):                              # Newton may diverge from a start far off)
-        theta[rest] = newton(np.zeros((len(rest), n)), wins_i[rest], games[rest])
+    wins_i, wins_j = totals[:, 0], totals[:, 1]
+    no_ties = np.zeros_like(wins_i)
+    mean = PairCounts(pd.RangeIndex(n), i, j, wins_i.mean(axis=0), wins_j.mean(axis=0), no_ties[0],
+                      n_battles=np.zeros(n, dtype=np.int64))
+    fit = fit_counts(mean, l2=_RIDGE, tol=_BT_TOL)
+    theta, _ = refit_rounds(fit, wins_i, wins_j, no_ties, tol=_BT_TOL)
     return theta
 
 
@@ -400,7 +354,7 @@ def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: in
         try:
             a = rate(reference_rows.loc[half, columns], "bt").table
             b = rate(reference_rows.loc[~half, columns], "bt").table
-        except (ValueError, RuntimeError):  # a half whose comparisons are disconnected
+        except ValueError:  # a half whose comparisons are disconnected, or a fit that failed (FitError)
             return None
         board = leaderboard_agreement(a, b)
         for m in METRICS:

@@ -28,7 +28,7 @@ from .bt import BTResult, _regularised_inverse, newton
 from .counts import PairCounts
 from .threads import one_blas_thread
 
-__all__ = ["REPLICATE_L2", "Replicates", "bootstrap_params"]
+__all__ = ["REPLICATE_L2", "Replicates", "bootstrap_params", "refit_rounds"]
 
 # Ridge l2/2 |theta|^2, a N(0, 10^2) prior on log-strengths (sd 10 = about 1,700 Elo), used
 # only in rounds whose MLE does not exist: it keeps them finite without narrowing the rest.
@@ -85,17 +85,48 @@ def _units(counts: PairCounts):
     return matrix[kinds.first], kinds.counts.astype(float)
 
 
-def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: int, chunk: int) -> Replicates:
+def refit_rounds(fit: BTResult, wins_i: np.ndarray, wins_j: np.ndarray, ties: np.ndarray, *, tol: float = 1e-9,
+                 max_iter: int = 50) -> tuple[np.ndarray, int]:
+    """``fit``'s model refitted to each round of count tables ``(rounds, pairs)`` over ``fit``'s
+    pairs: chord steps from ``fit``'s parameters for every round at once (see the module
+    docstring), Newton's method for a round they leave unconverged, and the weak prior
+    :data:`REPLICATE_L2` for a round whose fit fails (a model that only won or only lost there).
+    Returns the parameters ``(rounds, q)`` and how many rounds needed the prior."""
     counts, likelihood, l2 = fit.counts, fit.likelihood, fit.l2
+    m = counts.n_models
+    step_matrix = _regularised_inverse(likelihood.information(fit.params, counts), counts, l2)
+    incidence = counts.incidence()
+    x = np.tile(fit.params, (len(wins_i), 1))
+    active = np.arange(len(wins_i))
+    with np.errstate(over="ignore"):  # a round far from the fit may overflow: Newton takes it below
+        for _ in range(max_iter):
+            sub = counts.with_counts(wins_i[active], wins_j[active], ties[active])
+            gradient = likelihood.gradient(x[active], sub, incidence)
+            gradient[:, :m] -= l2 * x[active, :m]
+            step = gradient @ step_matrix
+            x[active] += step
+            active = active[~(np.max(np.abs(step), axis=1) < tol)]
+            if not len(active):
+                break
+    n_prior = 0
+    for row in active:
+        single = counts.with_counts(wins_i[row], wins_j[row], ties[row])
+        try:
+            x[row], _ = newton(likelihood, single, fit.params, l2=l2, tol=tol)
+        except FitError:  # a model only won or only lost in this round
+            x[row], _ = newton(likelihood, single, fit.params, l2=max(l2, REPLICATE_L2), tol=tol)
+            n_prior += 1
+    return x, n_prior
+
+
+def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: int, chunk: int) -> Replicates:
+    counts = fit.counts
     if not np.allclose(counts.cells, np.round(counts.cells)):
         raise ValueError("the bootstrap needs unweighted battles (integer counts)")
     units, kinds = _units(counts)
     n_units = int(round(kinds.sum()))
     shares = kinds / kinds.sum()
     unit_cells = units.T.tocsr()  # (cells, kinds): a draw of kinds -> cell counts
-    m = counts.n_models
-    step_matrix = _regularised_inverse(likelihood.information(fit.params, counts), counts, l2)
-    incidence = counts.incidence()
     rng = np.random.default_rng(seed)
     out = np.empty((rounds, len(fit.params)))
     n_prior = 0
@@ -103,23 +134,7 @@ def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: i
         size = min(chunk, rounds - begin)
         drawn = rng.multinomial(n_units, shares, size=size)
         drawn = np.asarray(unit_cells @ drawn.T).T.reshape(size, -1, 3)
-        x = np.tile(fit.params, (size, 1))
-        active = np.arange(size)
-        for _ in range(max_iter):
-            sub = counts.with_counts(drawn[active, :, 0], drawn[active, :, 1], drawn[active, :, 2])
-            gradient = likelihood.gradient(x[active], sub, incidence)
-            gradient[:, :m] -= l2 * x[active, :m]
-            step = gradient @ step_matrix
-            x[active] += step
-            active = active[np.max(np.abs(step), axis=1) >= tol]
-            if not len(active):
-                break
-        for row in active:
-            single = counts.with_counts(drawn[row, :, 0], drawn[row, :, 1], drawn[row, :, 2])
-            try:
-                x[row], _ = newton(likelihood, single, fit.params, l2=l2, tol=tol)
-            except FitError:  # a model only won or only lost in this resample
-                x[row], _ = newton(likelihood, single, fit.params, l2=max(l2, REPLICATE_L2), tol=tol)
-                n_prior += 1
-        out[begin : begin + size] = x
+        out[begin : begin + size], prior = refit_rounds(fit, drawn[..., 0], drawn[..., 1], drawn[..., 2], tol=tol,
+                                                        max_iter=max_iter)
+        n_prior += prior
     return Replicates(out, n_prior, n_units)
