@@ -46,9 +46,14 @@ def read_votes(*paths: str | os.PathLike, skip_bad: bool = False) -> pd.DataFram
 
 
 def _summary(issues: list[str]) -> list[str]:
+    """What the reading noted, as one message (none when nothing was): the first few and how
+    many more, as the commands print them."""
     from analysis.frames import summarise_warnings
 
-    return summarise_warnings(issues)
+    lines = summarise_warnings(issues)
+    if len(lines) > 1:
+        lines = [f"reading noted {len(issues)} things:\n" + "\n".join(lines)]
+    return lines
 
 
 def _read(paths, skip_bad: bool) -> tuple[pd.DataFrame, list[str]]:

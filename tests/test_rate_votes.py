@@ -143,7 +143,8 @@ def test_read_votes_warns_once(tmp_path, recwarn):
     (tmp_path / "votes.jsonl").write_text("\n".join(lines) + "\n")
     pairlab.read_votes(tmp_path / "votes.jsonl", skip_bad=True)
     messages = [str(w.message) for w in recwarn.list]
-    assert len(messages) == 4 and messages[-1] == "... and 5 more import warnings"
+    assert len(messages) == 1 and messages[0].startswith("reading noted 8 things")
+    assert messages[0].endswith("... and 5 more import warnings") and messages[0].count("\n") == 4
 
 
 @pytest.mark.parametrize("options, words", [
@@ -188,3 +189,15 @@ def test_twenty_thousand_models_rate_within_a_gigabyte(tmp_path):
     # The planted strengths come back (about 20 battles a model), and no interval is claimed.
     assert np.corrcoef(table["rating"].reindex(names).to_numpy(), theta)[0, 1] > 0.8
     assert table["lower"].isna().all() and any("no intervals" in w for w in rated.warnings)
+
+
+def test_the_readme_notebook_example_shows_what_it_says():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("In a notebook, any DataFrame of battles")[1].split("```python\n")[1].split("```")[0]
+    code, shown = block.split("\nratings\n")[0], block.split("\nratings\n")[1]
+    space: dict = {}
+    exec(code, space)
+    expected = [line[2:] for line in shown.splitlines() if line.startswith("# ")]
+    assert repr(space["ratings"]).splitlines() == expected

@@ -110,7 +110,7 @@ class Ratings:
 
     def __repr__(self) -> str:
         head = f"Ratings({self.method}, {len(self)} models, {self.interval or 'no interval'})"
-        lines = [head, self._frame().to_string(index=False)]
+        lines = [head, self._frame().to_string(index=False, float_format=lambda v: f"{v:.1f}")]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
