@@ -27,6 +27,10 @@ bt-style the sandwich (robust) 95% interval, or the bootstrap percentile interva
 --bootstrap N > 0; for elo and elo-avg a bootstrap over resampled battles (100 rounds unless
 --bootstrap says otherwise); for trueskill the posterior mu +- 1.96 sigma, or a bootstrap.
 rank = 1 + the number of models whose lower bound is above this model's upper bound.
+An --anchor model's rating is fixed by choice: it has no interval, and every rank is the one the
+centred ratings give. Where no maximum-likelihood rating exists (a model with only wins or only
+losses), bt and bt-davidson give an early estimate under a stated prior (--l2 1) and say so, with
+or without --bootstrap; intervals and ranks from fewer than 10 pairs are not shown.
 Votes that repeat are one cluster: by default the prompt (prompt_id, else its text)
 whenever a prompt carries more than one pair (each model's answer to it sits in several
 pairs, and its difficulty touches all of them), else the pair (several people on one pair, a
@@ -47,7 +51,8 @@ leave-one-out proxy otherwise; see analysis/ratings/winrate.py).
 
 Where people and LLM judges both gave verdicts, only people's are rated unless --judge names
 one judge (or 'all' to pool everyone); the first line of the output says which raters were
-used. Only the votes the arena's leaderboard counts are rated (one rule for every command and
+used. Each judge counts once: where one judge's verdicts come in several readings (per order,
+order-averaged, likelihood), its order-averaged ones are rated (--judge NAME picks a reading). Only the votes the arena's leaderboard counts are rated (one rule for every command and
 the API, pairlab/ratable.py): votes cast with model names shown, votes flagged as identity
 leaks, votes vote hygiene set aside and the prompt-set votes the leaderboard leaves out are
 dropped (each --include-* option keeps one kind); records without a verdict (parse failures, AlpacaEval's null preferences) are never rated
