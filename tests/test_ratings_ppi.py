@@ -385,7 +385,7 @@ def test_rounds_fitted_together_are_each_their_own_fit():
                 assert type(fit) is type(exc) and str(fit) == str(exc)
                 continue
             _assert_same_fit(fit, alone)
-        assert [type(f).__name__ for f in fits[2:7:2]] == ["ValueError", "ValueError", "RuntimeError"]
+        assert [type(f).__name__ for f in fits[2:7:2]] == ["ValueError", "ValueError", "FitError"]
         thetas = [f.theta for f in fits if not isinstance(f, Exception)]
         assert len(thetas) == 6 and all(np.abs(a - b).max() > 1e-3 for a, b in zip(thetas, thetas[1:]))
 

@@ -164,12 +164,14 @@ def choose_raters(frame: pd.DataFrame, judge: str | None) -> tuple[pd.DataFrame,
     once = ""
     if judge is None:
         frame, once = _one_reading_per_judge(frame)
-    # A table without a judge column (a plain CSV of battles) names no rater: say so rather than nothing.
-    named = frame["judge"].astype(object).where(frame["judge"].notna(), "unnamed (no judge column)")
-    counts = frame["judge_type"].fillna("llm").where(frame["judge_type"] == "human", named).value_counts(dropna=False)
-    counts.index = ["people" if name == "human" else str(name) for name in counts.index]
-    listing = ", ".join(f"{name} {n}" for name, n in counts.items())
     humans = (frame["judge_type"] == "human").fillna(False).to_numpy(dtype=bool)
+    # A table without a judge column (a plain CSV of battles) names no rater: say so rather than nothing.
+    others = frame["judge"].iloc[:0] if humans.all() else frame.loc[~humans, "judge"]  # no copy when all are people
+    counts = others.astype(object).fillna("unnamed (no judge column)").value_counts()
+    if humans.any():
+        counts = pd.concat([pd.Series({"people": int(humans.sum())}), counts]).sort_values(ascending=False,
+                                                                                         kind="stable")
+    listing = ", ".join(f"{name} {n}" for name, n in counts.items())
     if judge is None and humans.any() and not humans.all():
         left_out = ", ".join(f"{name} {n}" for name, n in counts.items() if name != "people")
         return (frame[humans].reset_index(drop=True),
