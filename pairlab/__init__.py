@@ -5,7 +5,7 @@ and registry), the ``pairlab`` command and the Python API below::
 
     import pairlab
     votes = pairlab.read_votes("votes.jsonl")
-    pairlab.rate(votes)                          # model, rating, lower, upper, rank, n
+    pairlab.rate(votes)                          # Ratings: shown as a table; .to_frame(), .warnings
     pairlab.bias_report(votes).write("report")   # report.html, report.md, report.json
 
 The analysis is imported on first call: ``import pairlab`` loads no pandas, torch or gradio.
