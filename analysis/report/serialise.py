@@ -37,6 +37,19 @@ def _frame_records(frame: pd.DataFrame | None):
     ]
 
 
+def order_warning(position) -> str | None:
+    """Why a first-shown win rate also measures the model order, where display order was not randomised."""
+    order = position.order
+    if order is None or order.randomised is not False:
+        return None
+    never = f"; never shown first: {', '.join(order.never_first)}" if order.never_first else ""
+    return (
+        f"display order is not randomised within model pairs (only {order.minority_share:.0%} of records in their "
+        f"model pair's less common order{never}): the first-shown win rate measures 'the earlier-listed model wins' "
+        "as much as position; read the rate with model strengths held fixed"
+    )
+
+
 def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = None) -> dict:
     """The ``report.json`` document: DESIGN.md's keys first, the details beside them (``summary``:
     the report's summary blocks where the caller has them already)."""
@@ -55,6 +68,8 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "consistency": _num(pos.consistency),
                 "n_swapped_pairs": pos.n_swapped_pairs,
                 "order_randomised": pos.order.randomised if pos.order else None,
+                "display_order": True,
+                "order_warning": order_warning(pos),
                 # The position term of the length model: strengths and length held fixed.
                 "first_rate_controlled": _num(ln.first_rate_controlled),
                 "first_rate_controlled_ci": _num(ln.first_rate_controlled_ci),
@@ -108,7 +123,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
         }
         if not r.position.display_order:  # a panel's, order-averaged or likelihood verdicts
             judges[r.rater]["position"] = {"first_rate": None, "first_rate_ci": None, "consistency": None,
-                                           "n_swapped_pairs": 0, "note": no_order_note(r)}
+                                           "n_swapped_pairs": 0, "display_order": False, "note": no_order_note(r)}
     return {
         "summary": summary_json(summary_blocks(report) if summary is None else summary),
         "judges": judges,
