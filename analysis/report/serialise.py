@@ -95,6 +95,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "with_ties": _num(ag.with_ties),
                 "without_ties": _num(ag.without_ties),
                 "cohen_kappa": _num(ag.cohen_kappa),
+                "cohen_kappa_ci": _num(ag.cohen_kappa_ci),
                 "n": ag.n,
                 "n_without_ties": ag.n_without_ties,
                 "n_items": ag.n_items,
