@@ -64,7 +64,7 @@ def test_peoples_agreement_says_the_pairs_it_rests_on(written):
     people = next(r for r in report.raters if r.is_human)
     gpt = _opening(md).split("**gpt-3.5-turbo**")[1].split("**pandalm-7b**")[0]
     assert people.agreement.n_items == 999
-    assert re.search(r"On the 974 pairs .* people agree with each other on \d+% \\\[\d+, \d+\\\] on their 999 pairs \(with ties",
+    assert re.search(r"On the 974 pairs .* people agree with each other on \d+% \\\[\d+, \d+\\\] on their 999 pairs \(Cohen's",
                      gpt)
     pandalm = _opening(md).split("**pandalm-7b**")[1].split("**panel**")[0]
     assert "On the 999 pairs" in pandalm and "on their" not in pandalm  # same pairs: nothing to add

@@ -72,9 +72,10 @@ def test_report_opens_with_one_block_per_judge_before_any_table(with_people):
     assert answer.count("people agree with each other on") == 3
     assert answer.count("human votes alone") == 3
     assert answer.count("Strongest bias against people") == 3 and answer.count("**What to do:**") == 3
-    # Agreement carries intervals, with and without ties.
-    assert re.search(r"Agrees with people on \d+% \\\[\d+, \d+\\\] of decisive vote pairs \(\d+% \\\[\d+, \d+\\\] "
-                     r"with ties counted\)", answer)
+    # Agreement carries intervals, ties counted first with kappa, then without ties.
+    assert re.search(r"Agrees with people on \d+% \\\[\d+, \d+\\\] of vote pairs, ties counted \(Cohen's kappa "
+                     r"0\.\d+ \\\[0\.\d+, 0\.\d+\\\]\); on the \d+% of vote pairs where neither side tied, on \d+% "
+                     r"\\\[\d+, \d+\\\]", answer)
     blocks = {b["judge"]: b for b in doc["summary"]}
     for judge in JUDGES:
         b = blocks[judge]

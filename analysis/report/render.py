@@ -33,6 +33,7 @@ def _context(report: BiasReport, doc: dict) -> dict:
     return {
         "judges": judges,
         "summary": doc["summary"],
+        "bias_scale": doc["bias_scale"],
         "swapped_seen": any(j["position"]["n_swapped_pairs"] for j in judges.values()),
         "order_warnings": _once([(name, j["position"].get("order_warning")) for name, j in judges.items()]),
         "ratings_warnings": _once([(name, w) for name, j in judges.items() for w in j["ratings"]["warnings"]]),
@@ -111,6 +112,33 @@ def _ci_filter(ci, digits: int = 3) -> str:
     return "-" if _missing(ci) or any(_missing(v) for v in ci) else _fmt_ci(ci, digits)
 
 
+def _pct_filter(x, ci=None) -> str:
+    """``{{ share | pct(ci) }}``: "71% [68, 73]" (``ci`` optional)."""
+    if _missing(x):
+        return "-"
+    return f"{100 * x:.0f}%" + ("" if _missing(ci) else f" {_pct_ci_filter(ci)}")
+
+
+def _pct_ci_filter(ci) -> str:
+    return "-" if _missing(ci) else f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
+def _times(x, ci=None) -> str:
+    """``{{ ratio | times(ci) }}``: "1.36x [1.10, 1.69]"."""
+    if _missing(x):
+        return "-"
+    return f"{x:.2f}x" + ("" if _missing(ci) else f" {_fmt_ci(ci, 2)}")
+
+
+def _bias_cell(block: dict) -> str:
+    """A summary block's strongest bias in a few words: kind, points from an even choice, interval."""
+    bias = block.get("strongest_bias")
+    if bias is None:
+        return "position: follows the display order" if block.get("advice") == "do not use" else "none"
+    lo, hi = bias["ci"]
+    return f"{bias['kind']} {100 * bias['size']:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+
+
 def _own_vs_other(sf: dict) -> str:
     """The judge's agreement with the reference on own-family picks against other picks."""
     details = sf.get("details")
@@ -137,7 +165,8 @@ def _env():
         autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
         trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update(fmt=_fmt_filter, ci=_ci_filter, own_vs_other=_own_vs_other, win_rate=_win_rate)
+    env.filters.update(fmt=_fmt_filter, ci=_ci_filter, own_vs_other=_own_vs_other, win_rate=_win_rate,
+                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, bias_cell=_bias_cell)
     return env
 
 

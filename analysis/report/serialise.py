@@ -10,7 +10,7 @@ import pandas as pd
 from analysis.report.estimates import BiasReport
 from analysis.report.formatting import no_order_note, num as _num
 from analysis.report.judge_sections import controlled_json, judging_json
-from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
+from analysis.report.summary import SummaryBlock, bias_scale, summary_blocks, summary_json
 from analysis.report.worth_section import worth_json
 from analysis.stats import wilson_interval
 
@@ -127,6 +127,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                                            "n_swapped_pairs": 0, "display_order": False, "note": no_order_note(r)}
     return {
         "summary": summary_json(summary_blocks(report) if summary is None else summary),
+        "bias_scale": bias_scale(report.length_sd),
         "judges": judges,
         "n_records": report.n_records,
         "length_sd_chars": report.length_sd,
