@@ -19,7 +19,7 @@ from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
-from analysis.report.worth_section import worth_context
+from analysis.report.worth_section import READ as WORTH_READ
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
@@ -46,7 +46,9 @@ def _context(report: BiasReport, doc: dict) -> dict:
         "references": references,
         "lc_table": _lc_table(judges),
         **judging_context(report),
-        **worth_context(report.worth, report.worth_notes),
+        "worth": {name: j["ppi"] for name, j in judges.items() if j.get("ppi")},
+        "worth_read": WORTH_READ,
+        "worth_notes": doc.get("worth_notes", []),
         "has_people": HUMAN_RATER in judges,
         "clustering": clustering_sentence(
             doc["clustering"],
@@ -139,6 +141,19 @@ def _bias_cell(block: dict) -> str:
     return f"{bias['kind']} {100 * bias['size']:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
 
 
+def _estimate(row: dict, key: str) -> str:
+    """``{{ row | estimate("ppi") }}``: "1012 [987, 1040]" from ``ppi``, ``ppi_lower``, ``ppi_upper``; "-"
+    where there is no estimate."""
+    if row.get(key) is None:
+        return "-"
+    return f"{_fmt_filter(row[key], 0)} [{_fmt_filter(row.get(key + '_lower'), 0)}, {_fmt_filter(row.get(key + '_upper'), 0)}]"
+
+
+def _rank_set(value) -> str:
+    lo, hi = value
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def _own_vs_other(sf: dict) -> str:
     """The judge's agreement with the reference on own-family picks against other picks."""
     details = sf.get("details")
@@ -166,7 +181,8 @@ def _env():
         trim_blocks=True, lstrip_blocks=True,
     )
     env.filters.update(fmt=_fmt_filter, ci=_ci_filter, own_vs_other=_own_vs_other, win_rate=_win_rate,
-                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, bias_cell=_bias_cell)
+                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, bias_cell=_bias_cell,
+                       estimate=_estimate, rank_set=_rank_set)
     return env
 
 

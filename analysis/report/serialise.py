@@ -141,6 +141,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
         },
         "clustering": report.clustering,
         "issues": list(report.issues),
+        "worth_notes": list(report.worth_notes),
         "judges_without_verdicts": [{"judge": name, "n_records": n} for name, n in report.without_verdicts],
         "sources": list(report.sources),
     }
