@@ -24,7 +24,7 @@ from analysis.report.worth_section import READ as WORTH_READ
 __all__ = ["render_html", "render_markdown", "write_report"]
 
 
-def _context(report: BiasReport, doc: dict) -> dict:
+def _context(doc: dict) -> dict:
     """What the templates read: report.json (``doc``) as it is, and the few things said across
     judges (each warning once, the ratings side by side). Every number is formatted by a template
     filter; nothing here restates a field."""
@@ -45,7 +45,7 @@ def _context(report: BiasReport, doc: dict) -> dict:
         "sources": doc["sources"],
         "references": references,
         "lc_table": _lc_table(judges),
-        **judging_context(report),
+        **judging_context(judges),
         "worth": {name: j["ppi"] for name, j in judges.items() if j.get("ppi")},
         "worth_read": WORTH_READ,
         "worth_notes": doc.get("worth_notes", []),
@@ -201,11 +201,11 @@ def _markdown(context: dict) -> str:
 
 def render_html(report: BiasReport, figs: dict[str, bytes] | None = None) -> str:
     """report.html; ``figs`` (PNG bytes by name, as ``figures`` gives them) are drawn here when not given."""
-    return _html(_context(report, report_json(report)), figures(report) if figs is None else figs)
+    return _html(_context(report_json(report)), figures(report) if figs is None else figs)
 
 
 def render_markdown(report: BiasReport) -> str:
-    return _markdown(_context(report, report_json(report)))
+    return _markdown(_context(report_json(report)))
 
 
 def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | None = None) -> dict[str, Path]:
@@ -214,7 +214,7 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     doc = report_json(report)
-    context = _context(report, doc)
+    context = _context(doc)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
     paths["json"].write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
