@@ -270,13 +270,13 @@ def _savings(w: JudgeWorth) -> str:
     """Votes saved per model for the same interval (1 - width ratio squared: width goes as one over
     the root of the votes), and the model an average rests on when it is carried by one."""
     if w.per_model is None or not len(w.per_model):
-        return f"about {_pct(1 - 1 / w.ratio)} fewer votes on average over models"
+        return f"about {_pct(1 - 1 / w.ratio)} fewer votes for the mean interval width over models"
     saved = sorted(zip(w.per_model["model"], 1 - w.per_model["width_ratio"] ** 2), key=lambda x: -x[1])
     each = ", ".join(f"{m} {100 * v:.0f}%" for m, v in saved)
-    text = f"fewer votes by model: {each} (about {_pct(1 - 1 / w.ratio)} on average over models"
+    text = f"fewer votes by model: {each} (about {_pct(1 - 1 / w.ratio)} for the mean interval width over models"
     (top, most), rest = saved[0], [v for _, v in saved[1:]]
     if rest and most > 0 and max(rest) < most / 2:
-        text += (f", carried by {top}: the other models save {100 * min(rest):.0f}-{100 * max(rest):.0f}%")
+        text += f", carried by {top}: the other models save {100 * min(rest):.0f}-{100 * max(rest):.0f}%"
     return text + ")"
 
 
@@ -285,8 +285,14 @@ def _narrows(w: JudgeWorth) -> str:
     if w.per_model is None or not len(w.per_model):
         return ""
     ratios = w.per_model["width_ratio"]
-    return (f"; it narrows {w.n_narrowed} of {len(ratios)} models' intervals, by "
-            f"{100 * (1 - ratios.max()):.0f}-{100 * (1 - ratios.min()):.0f}%")
+    narrowed = ratios[ratios < 0.99]
+    if not len(narrowed):
+        return f"; it narrows none of {len(ratios)} models' intervals"
+    by = (f"{100 * (1 - narrowed.max()):.0f}-{100 * (1 - narrowed.min()):.0f}%" if len(narrowed) > 1
+          else f"{100 * (1 - narrowed.min()):.0f}%")
+    widened = int((ratios > 1.01).sum())
+    return (f"; it narrows {len(narrowed)} of {len(ratios)} models' intervals, by {by}"
+            + (f", and widens {widened}" if widened else ""))
 
 
 def advice(w: JudgeWorth | None) -> str:
