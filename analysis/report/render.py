@@ -15,7 +15,7 @@ from pathlib import Path
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport
 from analysis.report.figures import figures
-from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci
+from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_ci
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
@@ -118,11 +118,11 @@ def _pct_filter(x, ci=None) -> str:
     """``{{ share | pct(ci) }}``: "71% [68, 73]" (``ci`` optional)."""
     if _missing(x):
         return "-"
-    return f"{100 * x:.0f}%" + ("" if _missing(ci) else f" {_pct_ci_filter(ci)}")
+    return pct(x) + ("" if _missing(ci) else f" {pct_ci(ci)}")
 
 
 def _pct_ci_filter(ci) -> str:
-    return "-" if _missing(ci) else f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+    return "-" if _missing(ci) else pct_ci(ci)
 
 
 def _times(x, ci=None) -> str:
@@ -146,7 +146,8 @@ def _estimate(row: dict, key: str) -> str:
     where there is no estimate."""
     if row.get(key) is None:
         return "-"
-    return f"{_fmt_filter(row[key], 0)} [{_fmt_filter(row.get(key + '_lower'), 0)}, {_fmt_filter(row.get(key + '_upper'), 0)}]"
+    lo, hi = (_fmt_filter(row.get(f"{key}_{end}"), 0) for end in ("lower", "upper"))
+    return f"{_fmt_filter(row[key], 0)} [{lo}, {hi}]"
 
 
 def _rank_set(value) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-import numpy as np
 import pandas as pd
 
 from analysis.report.estimates import BiasReport

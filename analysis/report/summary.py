@@ -17,7 +17,7 @@ from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.report.formatting import no_order_note
+from analysis.report.formatting import no_order_note, pct as _pct, pct_ci as _pct_ci
 
 __all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "advice", "bias_scale", "even_choice", "follows_position",
            "strongest_bias", "summary_blocks", "summary_json"]
@@ -49,14 +49,6 @@ class SummaryBlock:
     worth: dict | None
     bias: Finding | None
     advice: str = ""  # the action in a few words, for the opening table
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _pct_ci(ci) -> str:
-    return f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
 def _points(ci) -> str:
