@@ -185,13 +185,9 @@ class Report:
     report: BiasReport
 
     def to_dict(self) -> dict:
-        import json
-
         from analysis.report.serialise import report_json
-        from analysis.report.summary import summary_blocks
 
-        # Through JSON, as the file holds it (tuples become lists, keys strings).
-        return json.loads(json.dumps(report_json(self.report, summary_blocks(self.report))))
+        return report_json(self.report)
 
     def write(self, folder: str | os.PathLike) -> dict[str, Path]:
         from analysis.report.render import write_report

@@ -65,8 +65,11 @@ def test_strongest_bias_says_it_is_measured_against_people_and_shows_a_shared_le
     assert line.startswith("Strongest bias against people")
     details = report["judges"]["pandalm-7b"]["length"]["details"]
     coef, ci = details["coef"], details["coef_ci"]
-    assert ci[0] > 0 and f"length coefficient {coef:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" in line
-    assert "people's is" in line
+    # Its lean is on the scale of the other biases, against people's own (it read "none detected" while the
+    # raw longer-wins rates, 66% and 67%, hid that with strength held fixed it leans less than people do).
+    people = report["judges"]["human"]["length"]["details"]["coef"]
+    assert ci[0] > 0 and f"its length coefficient is {coef:.2f} against people's {people:.2f}" in line
+    assert "less length preference than people" in line
 
 
 def test_the_pandalm_report_prints_one_note_line_and_readable_times(shared_data, tmp_path):

@@ -62,19 +62,24 @@ def test_each_pandalm_judge_is_worth_more_than_its_human_votes_with_an_interval(
     assert 'alt="interval width against human votes' in html
 
 
+def _opening(md: str) -> str:
+    """The opening section: the table at a glance and one block per judge, before any section's table."""
+    return md.split("## In short")[1].split("\n## ")[0]
+
+
 def test_report_opens_with_one_block_per_judge_before_any_table(with_people):
     doc, md, html = with_people
-    first_table = md.index("\n|")
-    answer = md[: first_table]
+    answer = _opening(md)
     for judge in (*JUDGES, "panel"):
         assert f"**{judge}**" in answer
     assert answer.count("Agrees with people on") == 3
     assert answer.count("people agree with each other on") == 3
     assert answer.count("human votes alone") == 3
     assert answer.count("Strongest bias against people") == 3 and answer.count("**What to do:**") == 3
-    # Agreement carries intervals, with and without ties.
-    assert re.search(r"Agrees with people on \d+% \\\[\d+, \d+\\\] of decisive vote pairs \(\d+% \\\[\d+, \d+\\\] "
-                     r"with ties counted\)", answer)
+    # Agreement carries intervals, ties counted first with kappa, then without ties.
+    assert re.search(r"Agrees with people on \d+% \\\[\d+, \d+\\\] of vote pairs, ties counted \(Cohen's kappa "
+                     r"0\.\d+ \\\[0\.\d+, 0\.\d+\\\]\); on the \d+% of vote pairs where neither side tied, on \d+% "
+                     r"\\\[\d+, \d+\\\]", answer)
     blocks = {b["judge"]: b for b in doc["summary"]}
     for judge in JUDGES:
         b = blocks[judge]
@@ -85,7 +90,7 @@ def test_report_opens_with_one_block_per_judge_before_any_table(with_people):
 
 def test_without_people_the_block_says_so_and_sections_needing_people_are_left_out(without_people):
     doc, md, html = without_people
-    answer = md[: md.index("\n|")]
+    answer = _opening(md)
     assert answer.count("No human votes in the data") == 3  # both judges and their panel
     assert "Position consistency: no pair was judged in both orders" in answer
     assert answer.count("Length preference: the longer response wins") == 3

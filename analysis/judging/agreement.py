@@ -20,7 +20,9 @@ on those same items.
 The human-human baseline pairs votes of *different* voters on the same item (FastChat
 pairs every two human votes; we leave out two votes of one voter, which would inflate
 agreement). Its kappa uses the pooled category shares for both sides, since the pairs
-are unordered.
+are unordered. Kappa's interval resamples whole clusters, as S1's and S2's do: the agreeing
+pairs and both sides' category weights are summed per cluster and kappa recomputed on each
+resample.
 
 Rank agreement compares two rating tables (e.g. human BT vs a judge's BT) with
 Spearman's rho and Kendall's tau-b over the models both rate.
@@ -56,6 +58,7 @@ class Agreement:
     n_without_ties: int  # S2 vote pairs
     n_items: int
     n_items_without_ties: int = 0  # items with at least one S2 vote pair
+    cohen_kappa_ci: tuple[float, float] | None = None  # resampling whole clusters, as the S1/S2 intervals
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,30 @@ def _by_name(counts: np.ndarray, orientation: np.ndarray) -> np.ndarray:
 def _kappa(p_o: float, p_left: np.ndarray, p_right: np.ndarray) -> float | None:
     p_e = float(np.dot(p_left, p_right))
     return None if p_e >= 1.0 else (p_o - p_e) / (1.0 - p_e)
+
+
+def _kappa_rows(t: np.ndarray) -> np.ndarray:
+    """Kappa of each row of summed columns: agreeing pairs, all pairs, the judge's three category
+    weights, the reference's three (each weight summed as in :func:`agreement_with_sums`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_e = (t[:, 2:5] * t[:, 5:8]).sum(axis=1) / t[:, 1] ** 2
+        return (t[:, 0] / t[:, 1] - p_e) / (1.0 - p_e)
+
+
+def _pooled_kappa_rows(t: np.ndarray) -> np.ndarray:
+    """Kappa of each row of summed columns: agreeing pairs, all pairs, and one set of three category
+    weights both sides share (people with people, as :func:`human_baseline`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = t[:, 2:5] / t[:, 2:5].sum(axis=1, keepdims=True)
+        p_e = (shares * shares).sum(axis=1)
+        return (t[:, 0] / t[:, 1] - p_e) / (1.0 - p_e)
+
+
+def _kappa_ci(columns: np.ndarray, statistic, n_boot: int, seed: int,
+              clusters: np.ndarray | None) -> tuple[float, float] | None:
+    """Cohen's kappa's interval by resampling whole clusters (a bootstrap of its own, so the S1/S2
+    intervals keep their resamples)."""
+    return cluster_bootstrap_many(per_cluster(columns, clusters), [statistic], n_boot=n_boot, seed=seed)[0]
 
 
 def _ratio(num: int, den: int):
@@ -208,7 +235,10 @@ def agreement_with_sums(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, 
     n_judge, weight_ref = j.sum(axis=1), c.sum(axis=1)
     p_judge = (_by_name(j, orientation) * weight_ref[:, None]).sum(axis=0) / tot[1]
     p_ref = (_by_name(c, orientation) * n_judge[:, None]).sum(axis=0) / tot[1]
-    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, item_clusters(judge_rows, items))
+    clusters = item_clusters(judge_rows, items)
+    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, clusters)
+    weights = np.column_stack([sums[:, :2], _by_name(j, orientation) * weight_ref[:, None],
+                               _by_name(c, orientation) * n_judge[:, None]])
     return Agreement(
         vs=vs,
         with_ties=float(tot[0] / tot[1]) if tot[1] else None,
@@ -220,6 +250,7 @@ def agreement_with_sums(judge_rows: pd.DataFrame, reference_rows: pd.DataFrame, 
         n_without_ties=int(round(tot[3])),
         n_items=len(items),
         n_items_without_ties=int((sums[:, 3] > 0).sum()),
+        cohen_kappa_ci=_kappa_ci(weights, _kappa_rows, n_boot, seed, clusters) if tot[1] else None,
     ), frame
 
 
@@ -271,9 +302,13 @@ def human_baseline(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Agr
     voter_items = per_voter.index.get_level_values("pair_id")
     partners = n_item.reindex(voter_items).to_numpy() - voter_n.to_numpy()
     voter_orientation = pd.Series(orientation, index=items).reindex(voter_items).to_numpy()
-    p = (_by_name(per_voter.to_numpy(dtype=float), voter_orientation) * partners[:, None]).sum(axis=0)
+    by_voter = _by_name(per_voter.to_numpy(dtype=float), voter_orientation) * partners[:, None]
+    p = by_voter.sum(axis=0)
     p = p / p.sum()
-    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, item_clusters(rows, items[keep]))
+    clusters = item_clusters(rows, items[keep])
+    s1_ci, s2_ci = _cis(sums, tot, n_boot, seed, clusters)
+    at = items.get_indexer(voter_items)  # each voter-item row's item
+    by_item = np.stack([np.bincount(at, by_voter[:, k], len(items)) for k in range(len(_CATS))], axis=1)[keep]
     return Agreement(
         vs="human",
         with_ties=float(tot[0] / tot[1]),
@@ -285,6 +320,7 @@ def human_baseline(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> Agr
         n_without_ties=int(tot[3]),
         n_items=int(keep.sum()),
         n_items_without_ties=int((sums[:, 3] > 0).sum()),
+        cohen_kappa_ci=_kappa_ci(np.column_stack([sums[:, :2], by_item]), _pooled_kappa_rows, n_boot, seed, clusters),
     )
 
 

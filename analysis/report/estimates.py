@@ -346,10 +346,10 @@ def _build_report(
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     with Workers(n_workers, tasks) as pool:
         order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
-        done = pool.run([("rater", (n,)) for n in order] + [("controlled", ()), ("families", ())], progress,
-                        desc="raters")
-        reports, (controlled, (matrix, counts)) = dict(zip(order, done[:-2])), done[-2:]
-        reports = _ranked({n: reports[n] for n in names})
+        done = _run_named(pool, {**{("rater", n): (n,) for n in order}, ("controlled",): (), ("families",): ()},
+                          progress, desc="raters")
+        controlled, (matrix, counts) = done[("controlled",)], done[("families",)]
+        reports = _ranked({n: done[("rater", n)] for n in names})
         judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
         valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
         # A reference's agreement with itself, once for all the judges it is the reference of.
@@ -357,21 +357,30 @@ def _build_report(
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
         # The figures of the raters' own estimates are drawn while the judges are judged, the rest after.
         early, late = (list(draw[0]), list(draw[1])) if draw else ([], [])
-        done = pool.run([("judge", (n, reports[n], reports[references[n]].ratings, controlled.get(n)))
-                         for n in judges] + [("worth", (n, reports[n].ratings.bt)) for n in valued]
-                        + [("ceiling", (r,)) for r in ceilings]
-                        + [("figure", (f, assemble(reports))) for f in early], progress, desc="judging the judges")
-        judged_fields, worth_done = done[:len(judges)], done[len(judges):len(judges) + len(valued)]
-        ceiling = dict(zip(ceilings, done[len(judges) + len(valued):len(judges) + len(valued) + len(ceilings)]))
-        drawn = dict(zip(early, done[len(judges) + len(valued) + len(ceilings):]))
-        for name, fields in zip(judges, judged_fields):
-            reports[name] = replace(reports[name], **judging.with_ceiling(fields, ceiling.get(references[name])))
+        done = _run_named(pool, {
+            **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n)) for n in judges},
+            **{("worth", n): (n, reports[n].ratings.bt) for n in valued},
+            **{("ceiling", r): (r,) for r in ceilings},
+            **{("figure", f): (f, assemble(reports)) for f in early}}, progress, desc="judging the judges")
+        for name in judges:
+            ceiling = done.get(("ceiling", references[name]))
+            reports[name] = replace(reports[name], **judging.with_ceiling(done[("judge", name)], ceiling))
+        worth_done = [done[("worth", n)] for n in valued]
         report = assemble(reports, tuple(w for found, _ in worth_done for w in found),
                           tuple(note for _, notes in worth_done for note in notes))
+        drawn = {f: done[("figure", f)] for f in early}
         if late:
-            drawn.update(zip(late, pool.run([("figure", (f, report)) for f in late])))
+            finished = _run_named(pool, {("figure", f): (f, report) for f in late})
+            drawn.update({f: finished[("figure", f)] for f in late})
     figs = {f: drawn[f] for f in (*early, *late) if drawn.get(f) is not None} if draw else None
     return report, figs
+
+
+def _run_named(pool: Workers, calls: dict[tuple, tuple], progress: Callable | None = None,
+               desc: str = "") -> dict[tuple, object]:
+    """Each call, keyed ``(task, name...)`` -> ``args``, run once on ``pool``: results by key, so no
+    result is found by its place in a list. Given the longest first, as :meth:`Workers.run` hands them out."""
+    return dict(zip(calls, pool.run([(key[0], args) for key, args in calls.items()], progress, desc=desc)))
 
 
 def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):

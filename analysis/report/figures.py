@@ -206,12 +206,16 @@ def families_figure(report: BiasReport):
                         color=ink)
         fam = raters[i].family
         if fam in matrix.columns:
+            # A box alone was hard to find on a small map: the own-family cell is hatched and says so too.
             j = list(matrix.columns).index(fam)
-            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=2.5, color="black"))
+            ink = "white" if np.isfinite(values[i, j]) and luminance(im.cmap(im.norm(values[i, j]))) < DARK else "black"
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor=ink, alpha=0.35))
+            ax.add_patch(Rectangle((j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=2.5, edgecolor="black"))
+            ax.text(j + 0.46, i - 0.44, "own", ha="right", va="top", fontsize=6, color=ink, fontweight="bold")
     ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
     ax.set_yticks(range(len(names)), names)
 
-    title = "Win rate of each family's responses\n(decisive, cross-family); box = rater's own family"
+    title = "Win rate of each family's responses\n(decisive, cross-family); hatched box = rater's own family"
     cos, sin = math.cos(math.radians(30)), math.sin(math.radians(30))
     # Family names turned 30 degrees, their right ends at their ticks: how far below the
     # heatmap they reach, and how far left of the first column's centre.

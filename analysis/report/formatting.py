@@ -8,7 +8,7 @@ import numpy as np
 
 from pairlab.records import LIKELIHOOD
 
-__all__ = ["duration", "fmt", "fmt_ci", "num"]
+__all__ = ["duration", "fmt", "fmt_ci", "num", "pct", "pct_ci"]
 
 
 def num(x):
@@ -36,6 +36,16 @@ def fmt(x, digits: int = 3) -> str:
 
 def fmt_ci(ci, digits: int = 3) -> str:
     return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def pct(x: float) -> str:
+    """A share in whole percent: "71%"."""
+    return f"{100 * x:.0f}%"
+
+
+def pct_ci(ci) -> str:
+    """An interval of shares in whole percent: "[68, 73]"."""
+    return f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
 def duration(seconds) -> str:

@@ -1,4 +1,4 @@
-"""The report's "judging the judges" sections: report.json pieces and template context.
+"""The report's "judging the judges" sections: report.json pieces, and the templates' rows read back from them.
 
 Strength-controlled self-preference (:mod:`analysis.bias.self_preference`), the judge's
 leaderboard against the reference's (:mod:`analysis.judging.meta_metrics`), the debiasing
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from analysis.report.estimates import BiasReport, RaterReport
+from analysis.judgment_table import HUMAN_RATER
+from analysis.report.estimates import RaterReport
 from analysis.report.formatting import duration, fmt as _fmt, fmt_ci as _fmt_ci, num as _num
 from analysis.bias.self_preference import SPECIFICATION
 from analysis.judging.variants import BEST_RULE, VARIANTS
@@ -93,6 +94,7 @@ def judging_json(r: RaterReport) -> dict:
         "best_variant": r.best_variant,  # metric -> variant, or None: no variant clearly better
         "best_variant_rule": BEST_RULE if r.best_variant is not None else None,
         "annotator": _plain(r.annotator),
+        "reference": r.reference,  # the rater its agreement, self-preference and leaderboard are measured against
     }
     if r.panel_members:
         out["panel_members"] = list(r.panel_members)
@@ -107,70 +109,68 @@ _BOARD_METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier"
 _VARIANT_METRICS = ("with_ties", "without_ties", "spearman", "separability", "agreement_ci", "brier")
 
 
-def _controlled_row(r: RaterReport) -> dict:
-    """Self-preference, raw and with strength held fixed."""
-    sf, c = r.self_family, r.controlled
+def _controlled_row(name: str, j: dict) -> dict:
+    """Self-preference, raw and with strength held fixed (``j``: the judge's report.json entry)."""
+    sf, c = j["self_family"], j["self_family"]["controlled"]
+    raw = {"rater": name, "family": j["family"] or "-", "reference": j.get("reference") or "-",
+           "raw": _fmt(sf["delta"]), "raw_ci": _fmt_ci(sf["ci"])}
     if c is None:
-        return {"rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
-                "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
-                **dict.fromkeys(("coef", "ci", "p", "ci_prompt", "slope", "n_rows", "n_judges"), "-"),
-                "note": _NO_FAMILY if r.panel_members else _NO_REFERENCE}
+        return {**raw, **dict.fromkeys(("coef", "ci", "p", "ci_prompt", "slope", "n_rows", "n_judges"), "-"),
+                "note": _NO_FAMILY if j.get("panel_members") else _NO_REFERENCE}
     return {
-        "rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
-        "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
-        "coef": _fmt(c.coef), "ci": _fmt_ci(c.ci), "p": _fmt(c.p, 4),
-        "ci_prompt": _fmt_ci(c.ci_by_prompt) if c.ci_by_prompt else "-",
-        "slope": f"{_fmt(c.slope)} {_fmt_ci(c.slope_ci)}" if c.slope is not None else "-",
-        "n_rows": c.n_rows, "n_judges": c.n_judges, "note": c.note,
+        **raw, "coef": _fmt(c["coef"]), "ci": _fmt_ci(c["ci"]), "p": _fmt(c["p"], 4),
+        "ci_prompt": _fmt_ci(c["ci_by_prompt"]) if c["ci_by_prompt"] else "-",
+        "slope": f"{_fmt(c['slope'])} {_fmt_ci(c['slope_ci'])}" if c["slope"] is not None else "-",
+        "n_rows": c["n_rows"], "n_judges": c["n_judges"], "note": c["note"],
     }
 
 
-def _leaderboard_row(r: RaterReport) -> dict:
+def _leaderboard_row(name: str, j: dict) -> dict:
     """The judge's leaderboard against the reference's."""
-    lb = r.leaderboard
-    if lb is None:
-        return {"rater": r.rater, "vs": r.reference or "-", "n_models": "-",
+    lb = j["leaderboard"]
+    if lb is None:  # no reference leaderboard, or one with nothing to compare (its note says why)
+        return {"rater": name, "vs": j.get("reference") or "-", "n_models": "-",
                 **dict.fromkeys(_BOARD_METRICS, "-"), **{f"{m}_ci": "" for m in _BOARD_METRICS},
-                "note": "no reference leaderboard", "method": None}
-    iv = lb.intervals or {}
+                "note": j.get("leaderboard_note") or "no reference leaderboard", "method": None}
+    iv = lb["intervals"] or {}
     return {
-        "rater": r.rater, "vs": r.reference or "-", "n_models": lb.n_models,
-        **{m: _fmt(getattr(lb, m)) for m in _BOARD_METRICS},
+        "rater": name, "vs": lb["vs"] or "-", "n_models": lb["n_models"],
+        **{m: _fmt(lb[m]) for m in _BOARD_METRICS},
         **{f"{m}_ci": _fmt_ci(iv.get(m)) if iv.get(m) else "" for m in _BOARD_METRICS},
-        "note": "; ".join(filter(None, [lb.note, _ceiling_note(lb)])) or None, "method": lb.interval_method,
+        "note": "; ".join(filter(None, [lb["note"], _ceiling_note(lb["ceiling"])])) or None,
+        "method": lb["interval_method"],
     }
 
 
-def _ceiling_note(lb) -> str | None:
+def _ceiling_note(ceiling: dict | None) -> str | None:
     """The reference against itself on random halves of its prompts, where measured."""
-    if not lb.ceiling:
+    if not ceiling:
         return None
     return ("the reference against itself on random halves of its prompts (the ceiling): "
-            + ", ".join(f"{m} {_fmt(v)}" for m, v in lb.ceiling.items() if v is not None))
+            + ", ".join(f"{m} {_fmt(v)}" for m, v in ceiling.items() if v is not None))
 
 
-def _variant_rows(r: RaterReport) -> list[dict]:
+def _variant_rows(name: str, j: dict) -> list[dict]:
     """One row per debiasing variant, its best metrics marked."""
-    best = r.best_variant or {}
+    best = j["best_variant"] or {}
     rows = []
-    for v in r.variants:
-        row = _variant_json(v)
+    for variant, row in (j["variants"] or {}).items():
         cells = []
         for m in _VARIANT_METRICS:
             ci = row.get(f"{m}_ci") or row.get(f"{m}_interval")
-            cells.append((_fmt(row[m]), _fmt_ci(ci) if row[m] is not None else "", best.get(m) == v.name))
-        rows.append({"rater": r.rater, "name": v.name, "description": VARIANTS[v.name], "cells": cells,
+            cells.append((_fmt(row[m]), _fmt_ci(ci) if row[m] is not None else "", best.get(m) == variant))
+        rows.append({"rater": name, "name": variant, "description": VARIANTS[variant], "cells": cells,
                      "note": row["note"]})
     return rows
 
 
-def _card_row(r: RaterReport) -> dict:
-    """The annotator card (``r.annotator`` is set)."""
-    a = r.annotator
+def _card_row(name: str, a: dict) -> dict:
+    """The annotator card (``a``: report.json's ``annotator``)."""
     return {
-        "rater": r.rater, "structure": _fmt(a.prefers_structure), "structure_ci": _fmt_ci(a.prefers_structure_ci),
-        "n_structure": a.n_structure, "parse": _fmt(a.parse_failure_rate), "parse_ci": _fmt_ci(a.parse_failure_ci),
-        "n_outputs": a.n_outputs, "seconds": duration(a.seconds_per_1000), "note": a.note,
+        "rater": name, "structure": _fmt(a["prefers_structure"]), "structure_ci": _fmt_ci(a["prefers_structure_ci"]),
+        "n_structure": a["n_structure"], "parse": _fmt(a["parse_failure_rate"]),
+        "parse_ci": _fmt_ci(a["parse_failure_ci"]), "n_outputs": a["n_outputs"],
+        "seconds": duration(a["seconds_per_1000"]), "note": a["note"],
     }
 
 
@@ -178,40 +178,40 @@ def _with_ci(value, ci) -> str:
     return "-" if value is None else f"{_fmt(value)} {_fmt_ci(ci)}"
 
 
-def _panel_view(ps) -> dict | None:
-    """The judge panel's summary (``ps``: the panel rater's ``panel``), or None."""
+def _panel_view(ps: dict | None) -> dict | None:
+    """The judge panel's summary (``ps``: the panel's report.json ``panel``), or None."""
     if ps is None:
         return None
     return {
-        "members": ", ".join(f"{m} ({f or 'family unknown'})" for m, f in ps.members),
-        "ties": f"{_fmt(ps.tie_rate)} {_fmt_ci(ps.tie_rate_ci)}",
-        "people_ties": f"{_fmt(ps.reference_tie_rate)} {_fmt_ci(ps.reference_tie_rate_ci)}",
-        "best": ps.best_member or "-",
-        "s1": _with_ci(ps.s1_difference, ps.s1_difference_ci),
-        "s2": _with_ci(ps.s2_difference, ps.s2_difference_ci),
-        "own": ", ".join(f"{model} (judged by {m})" for model, m in ps.own_family_models) or "none",
-        "note": ps.note,
+        "members": ", ".join(f"{m} ({f or 'family unknown'})" for m, f in ps["members"]),
+        "ties": f"{_fmt(ps['tie_rate'])} {_fmt_ci(ps['tie_rate_ci'])}",
+        "people_ties": f"{_fmt(ps['reference_tie_rate'])} {_fmt_ci(ps['reference_tie_rate_ci'])}",
+        "best": ps["best_member"] or "-",
+        "s1": _with_ci(ps["s1_difference"], ps["s1_difference_ci"]),
+        "s2": _with_ci(ps["s2_difference"], ps["s2_difference_ci"]),
+        "own": ", ".join(f"{model} (judged by {m})" for model, m in ps["own_family_models"]) or "none",
+        "note": ps["note"],
     }
 
 
-def _unclear(judges: list[RaterReport]) -> list[dict]:
+def _unclear(judges: dict) -> list[dict]:
     """Judges for which some metric has no single best variant."""
-    return [{"rater": r.rater, "metrics": [_METRIC_NAMES[m] for m, b in r.best_variant.items() if b is None]}
-            for r in judges if r.best_variant and any(b is None for b in r.best_variant.values())]
+    return [{"rater": name, "metrics": [_METRIC_NAMES[m] for m, b in j["best_variant"].items() if b is None]}
+            for name, j in judges.items() if j["best_variant"] and any(b is None for b in j["best_variant"].values())]
 
 
-def judging_context(report: BiasReport) -> dict:
-    """Rows for the templates' judging sections."""
-    judges = [r for r in report.raters if not r.is_human]
-    panel = next((r for r in report.raters if r.panel_members), None)
+def judging_context(judges: dict) -> dict:
+    """Rows for the templates' judging sections, from report.json's ``judges``."""
+    llm = {name: j for name, j in judges.items() if name != HUMAN_RATER}
+    panel = next((name for name, j in judges.items() if j.get("panel_members")), None)
     return {"judging": {
-        "controlled": [_controlled_row(r) for r in judges],
-        "leaderboards": [_leaderboard_row(r) for r in judges],
-        "variants": [row for r in judges for row in _variant_rows(r)],
-        "cards": [_card_row(r) for r in report.raters if r.annotator is not None],
+        "controlled": [_controlled_row(name, j) for name, j in llm.items()],
+        "leaderboards": [_leaderboard_row(name, j) for name, j in llm.items()],
+        "variants": [row for name, j in llm.items() for row in _variant_rows(name, j)],
+        "cards": [_card_row(name, j["annotator"]) for name, j in judges.items() if j["annotator"] is not None],
         "read_which": READ_WHICH, "specification": SPECIFICATION, "best_rule": BEST_RULE,
-        "unclear": _unclear(judges),
-        "panel": list(panel.panel_members) if panel else None,
-        "panel_name": panel.rater if panel else None,
-        "panel_view": _panel_view(panel.panel if panel else None),
+        "unclear": _unclear(llm),
+        "panel": judges[panel]["panel_members"] if panel else None,
+        "panel_name": panel,
+        "panel_view": _panel_view(judges[panel].get("panel")) if panel else None,
     }}

@@ -1,124 +1,61 @@
 """report.html and report.md from jinja2 templates, and writing all three files.
 
-``write_report`` does each piece of work once: the summary blocks (shared by report.json and
-both templates), one template context for report.md and report.html, and each figure drawn
-once. Everything is read from the report's estimates; nothing is recomputed from records.
+report.json is the report's one view: ``write_report`` builds it once (the summary blocks with
+it), and report.md and report.html render from it, formatting its numbers with template filters
+(``fmt``, ``ci``); each figure is drawn once. Nothing is recomputed from records.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import json
 import re
 from pathlib import Path
 
-from analysis.report.estimates import BiasReport, Ratings
-from analysis.report.figures import figures, swapped_seen
-from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, no_order_note
+from analysis.judgment_table import HUMAN_RATER
+from analysis.report.estimates import BiasReport
+from analysis.report.figures import figures
+from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_ci
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
-from analysis.report.summary import SummaryBlock, summary_blocks
-from analysis.report.worth_section import worth_context
+from analysis.report.worth_section import READ as WORTH_READ
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
 
-def _context(report: BiasReport, summary: tuple[SummaryBlock, ...]) -> dict:
-    rows = []
-    for r in report.raters:
-        sf = r.self_family
-        rows.append(
-            {
-                "rater": r.rater,
-                "family": r.family or ("people" if r.is_human else "-"),
-                "n": r.n_records,
-                "parse_errors": r.n_parse_errors,
-                "first_rate": _fmt(r.position.first_rate),
-                "first_rate_ci": _fmt_ci(r.position.first_rate_ci),
-                "consistency": _fmt(r.position.consistency),
-                "consistency_ci": _fmt_ci(r.position.consistency_ci),
-                "n_swapped": r.position.n_swapped_pairs,
-                "primacy": r.position.n_first_biased,
-                "recency": r.position.n_second_biased,
-                "other": r.position.n_other_inconsistent,
-                "pf": _fmt(r.position.preference_fairness),
-                "longer_rate": _fmt(r.length.longer_rate),
-                "longer_rate_ci": _fmt_ci(r.length.longer_rate_ci),
-                "coef": _fmt(r.length.coef),
-                "coef_ci": _fmt_ci(r.length.coef_ci),
-                "length_note": r.length.note,
-                "sf_reference": sf.reference if sf else None,
-                "sf_verdicts": sf.verdicts if sf else None,
-                "sf_delta": _fmt(sf.delta) if sf else "-",
-                "sf_ci": _fmt_ci(sf.ci) if sf else "-",
-                "sf_rates": f"{_fmt(sf.rate_same)} vs {_fmt(sf.rate_other)}" if sf and sf.delta is not None else "-",
-                "sf_glm": _fmt(sf.glm_coef) if sf else "-",
-                "sf_glm_ci": _fmt_ci(sf.glm_ci) if sf else "-",
-                "sf_note": sf.note if sf else None,
-                "ag_vs": r.agreement.vs or "-",
-                "ag_s1": _fmt(r.agreement.with_ties),
-                "ag_s1_ci": _fmt_ci(r.agreement.with_ties_ci),
-                "ag_s2": _fmt(r.agreement.without_ties),
-                "ag_s2_ci": _fmt_ci(r.agreement.without_ties_ci),
-                "kappa": _fmt(r.agreement.cohen_kappa),
-                "ag_n": r.agreement.n,
-                "ag_items": r.agreement.n_items,
-                "ag_n_s2": r.agreement.n_without_ties,
-                "ag_items_s2": r.agreement.n_items_without_ties,
-                "same": _same_pairs(r.agreement_same_pairs),
-                "ag_suspect": r.n_suspect,
-                "spearman": _fmt(r.ranking.spearman) if r.ranking else "-",
-                "kendall": _fmt(r.ranking.kendall) if r.ranking else "-",
-                "n_models": r.ranking.n_models if r.ranking else "-",
-                "style": _style_rows(r.ratings),
-                "ratings_note": r.ratings.note,
-                "first_ctrl": _fmt(r.length.first_rate_controlled),
-                "first_ctrl_ci": _fmt_ci(r.length.first_rate_controlled_ci),
-                "first_ctrl_note": r.length.note,
-                "order_warning": _order_warning(r.position),
-                "ratings_warnings": list(r.ratings.warnings),
-                "bt_interval": r.ratings.bt_interval,
-                "weighting": r.ratings.weighting,
-                "style_interval": r.ratings.style_interval,
-                "baseline": r.ratings.baseline,
-                "win_rates": [] if r.ratings.win_rates is None else [
-                    {"model": w["model"], "win_rate": f"{w['win_rate']:.1f} [{w['lower']:.1f}, {w['upper']:.1f}]",
-                     "lc": "-" if not math.isfinite(w["lc_win_rate"]) else
-                     f"{w['lc_win_rate']:.1f} [{w['lc_lower']:.1f}, {w['lc_upper']:.1f}]", "n": w["n"]}
-                    for w in r.ratings.win_rates.to_dict("records")],
-            }
-        )
-    for row, r in zip(rows, report.raters):
-        if not r.position.display_order:  # a panel's, order-averaged or likelihood verdicts: no position numbers
-            row.update({"first_rate": "-", "first_rate_ci": "(no display order)", "consistency": "-", "consistency_ci": "",
-                        "n_swapped": "-", "primacy": "-", "recency": "-", "other": "-", "pf": "-", "first_ctrl": "-",
-                        "first_ctrl_ci": "", "first_ctrl_note": no_order_note(r),
-                        "order_warning": None})
-    references = sorted({r.self_family.reference for r in report.raters if r.self_family and r.self_family.reference})
+def _context(doc: dict) -> dict:
+    """What the templates read: report.json (``doc``) as it is, and the few things said across
+    judges (each warning once, the ratings side by side). Every number is formatted by a template
+    filter; nothing here restates a field."""
+    judges = doc["judges"]
+    references = sorted({j["self_family"]["reference"] for j in judges.values() if j["self_family"]["reference"]})
     return {
-        "raters": rows,
-        "swapped_seen": swapped_seen(report),
-        "order_warnings": _once([(r["rater"], r["order_warning"]) for r in rows]),
-        "ratings_warnings": _once([(r["rater"], w) for r in rows for w in r["ratings_warnings"]]),
+        "judges": judges,
+        "summary": doc["summary"],
+        "bias_scale": doc["bias_scale"],
+        "swapped_seen": any(j["position"]["n_swapped_pairs"] for j in judges.values()),
+        "order_warnings": _once([(name, j["position"].get("order_warning")) for name, j in judges.items()]),
+        "ratings_warnings": _once([(name, w) for name, j in judges.items() for w in j["ratings"]["warnings"]]),
         # Records read from the sources: the panel's verdicts are pooled from its members' records.
-        "n_records": report.n_records - sum(r.n_records for r in report.raters if r.panel_members),
-        "length_sd": f"{report.length_sd:.0f}",
-        "issues": report.issues,
-        "without_verdicts": report.without_verdicts,
-        "sources": report.sources,
+        "n_records": doc["n_records"] - sum(j["n_records"] for j in judges.values() if j.get("panel_members")),
+        "length_sd": f"{doc['length_sd_chars']:.0f}",
+        "issues": doc["issues"],
+        "without_verdicts": [(w["judge"], w["n_records"]) for w in doc["judges_without_verdicts"]],
+        "sources": doc["sources"],
         "references": references,
-        "lc_table": _lc_table(report),
-        **judging_context(report),
-        **worth_context(report.worth, report.worth_notes),
-        "summary": summary,
-        "has_people": any(r.is_human for r in report.raters),
+        "lc_table": _lc_table(judges),
+        **judging_context(judges),
+        "worth": {name: j["ppi"] for name, j in judges.items() if j.get("ppi")},
+        "worth_read": WORTH_READ,
+        "worth_notes": doc.get("worth_notes", []),
+        "has_people": HUMAN_RATER in judges,
         "clustering": clustering_sentence(
-            report.clustering, several_voters=any(r.is_human and r.agreement.n_items > 0 for r in report.raters),
-            both_orders=any(r.position.n_swapped_pairs > 0 for r in report.raters)),
+            doc["clustering"],
+            several_voters=HUMAN_RATER in judges and judges[HUMAN_RATER]["agreement"]["n_items"] > 0,
+            both_orders=any(j["position"]["n_swapped_pairs"] > 0 for j in judges.values())),
         "kappa_categories": KAPPA_CATEGORIES,
-        "same_pairs": any(row["same"] for row in rows),
+        "same_pairs": any(j["agreement"]["same_pairs"] for j in judges.values()),
     }
 
 
@@ -148,50 +85,90 @@ def _once(warnings: list[tuple[str, str | None]]) -> list[dict]:
     return [{"raters": ", ".join(names), "text": text} for text, names in raters.items()]
 
 
-def _same_pairs(ag) -> dict | None:
-    if ag is None:
-        return None
-    return {"s1": _fmt(ag.with_ties), "s1_ci": _fmt_ci(ag.with_ties_ci), "s2": _fmt(ag.without_ties),
-            "s2_ci": _fmt_ci(ag.without_ties_ci), "kappa": _fmt(ag.cohen_kappa), "n": ag.n, "n_s2": ag.n_without_ties,
-            "n_items": ag.n_items, "n_items_s2": ag.n_items_without_ties}
-
-
-def _order_warning(position) -> str | None:
-    order = position.order
-    if order is None or order.randomised is not False:
-        return None
-    never = f"; never shown first: {', '.join(order.never_first)}" if order.never_first else ""
-    return (
-        f"display order is not randomised within model pairs (only {order.minority_share:.0%} of records in their "
-        f"model pair's less common order{never}): the first-shown win rate measures 'the earlier-listed model wins' "
-        "as much as position; read the rate with model strengths held fixed"
-    )
-
-
-def _style_rows(ratings: Ratings) -> list[dict]:
-    if ratings.style is None:
-        return []
-    return [
-        {
-            "name": row["name"] + (f" (differs in only {row['n_pairs']} pairs)" if row.get("sparse") else ""),
-            "coef": _fmt(row["coef"]),
-            "ci": _fmt_ci((row["lower"], row["upper"])),
-        }
-        for row in ratings.style.to_dict("records")
-    ]
-
-
-def _lc_table(report: BiasReport) -> dict:
+def _lc_table(judges: dict) -> dict:
     """Model x rater: BT rating and style-controlled rating (bt-style), side by side."""
-    raters = [r for r in report.raters if r.ratings.bt is not None]
-    models = sorted(set().union(*(set(r.ratings.bt["model"]) for r in raters))) if raters else []
-    tables = [(_by_model(r.ratings.bt), _by_model(r.ratings.controlled)) for r in raters]
+    rated = {name: j["ratings"] for name, j in judges.items() if j["ratings"]["bt"] is not None}
+    tables = [(_by_model(r["bt"]), _by_model(r["style_controlled"])) for r in rated.values()]
+    models = sorted(set().union(*(bt for bt, _ in tables)))
     rows = [{"model": m, "cells": [(_fmt(bt.get(m), 0), _fmt(lc.get(m), 0)) for bt, lc in tables]} for m in models]
-    return {"raters": [r.rater for r in raters], "rows": rows}
+    return {"raters": list(rated), "rows": rows}
 
 
-def _by_model(table) -> dict:
-    return {} if table is None else dict(zip(table["model"], table["rating"]))
+def _by_model(rows: list[dict] | None) -> dict:
+    return {row["model"]: row["rating"] for row in rows or ()}
+
+
+def _missing(x) -> bool:
+    import jinja2
+
+    return x is None or isinstance(x, jinja2.Undefined)
+
+
+def _fmt_filter(x, digits: int = 3) -> str:
+    """``{{ x | fmt }}``: a report.json number in fixed digits, "-" where it is null or absent."""
+    return "-" if _missing(x) else _fmt(x, digits)
+
+
+def _ci_filter(ci, digits: int = 3) -> str:
+    """``{{ ci | ci }}``: "[lo, hi]", "-" where there is none."""
+    return "-" if _missing(ci) or any(_missing(v) for v in ci) else _fmt_ci(ci, digits)
+
+
+def _pct_filter(x, ci=None) -> str:
+    """``{{ share | pct(ci) }}``: "71% [68, 73]" (``ci`` optional)."""
+    if _missing(x):
+        return "-"
+    return pct(x) + ("" if _missing(ci) else f" {pct_ci(ci)}")
+
+
+def _pct_ci_filter(ci) -> str:
+    return "-" if _missing(ci) else pct_ci(ci)
+
+
+def _times(x, ci=None) -> str:
+    """``{{ ratio | times(ci) }}``: "1.36x [1.10, 1.69]"."""
+    if _missing(x):
+        return "-"
+    return f"{x:.2f}x" + ("" if _missing(ci) else f" {_fmt_ci(ci, 2)}")
+
+
+def _bias_cell(block: dict) -> str:
+    """A summary block's strongest bias in a few words: kind, points from an even choice, interval."""
+    bias = block.get("strongest_bias")
+    if bias is None:
+        return "position: follows the display order" if block.get("advice") == "do not use" else "none"
+    lo, hi = bias["ci"]
+    return f"{bias['kind']} {100 * bias['size']:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+
+
+def _estimate(row: dict, key: str) -> str:
+    """``{{ row | estimate("ppi") }}``: "1012 [987, 1040]" from ``ppi``, ``ppi_lower``, ``ppi_upper``; "-"
+    where there is no estimate."""
+    if row.get(key) is None:
+        return "-"
+    lo, hi = (_fmt_filter(row.get(f"{key}_{end}"), 0) for end in ("lower", "upper"))
+    return f"{_fmt_filter(row[key], 0)} [{lo}, {hi}]"
+
+
+def _rank_set(value) -> str:
+    lo, hi = value
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def _own_vs_other(sf: dict) -> str:
+    """The judge's agreement with the reference on own-family picks against other picks."""
+    details = sf.get("details")
+    if not details or sf.get("delta") is None:
+        return "-"
+    return f"{_fmt(details['rate_same'])} vs {_fmt(details['rate_other'])}"
+
+
+def _win_rate(row: dict, prefix: str = "") -> str:
+    """An AlpacaEval win rate (``prefix`` "lc_": the length-controlled one) in percent, with its interval."""
+    value = row.get(f"{prefix}win_rate")
+    if value is None:
+        return "-"
+    return f"{value:.1f} [{row[f'{prefix}lower']:.1f}, {row[f'{prefix}upper']:.1f}]"
 
 
 @functools.cache
@@ -199,10 +176,15 @@ def _env():
     """One environment per process: each template is compiled once, however many reports are written."""
     import jinja2
 
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("analysis.report", "templates"), autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("analysis.report", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
         trim_blocks=True, lstrip_blocks=True,
     )
+    env.filters.update(fmt=_fmt_filter, ci=_ci_filter, own_vs_other=_own_vs_other, win_rate=_win_rate,
+                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, bias_cell=_bias_cell,
+                       estimate=_estimate, rank_set=_rank_set)
+    return env
 
 
 def _html(context: dict, figs: dict[str, bytes]) -> str:
@@ -220,11 +202,11 @@ def _markdown(context: dict) -> str:
 
 def render_html(report: BiasReport, figs: dict[str, bytes] | None = None) -> str:
     """report.html; ``figs`` (PNG bytes by name, as ``figures`` gives them) are drawn here when not given."""
-    return _html(_context(report, summary_blocks(report)), figures(report) if figs is None else figs)
+    return _html(_context(report_json(report)), figures(report) if figs is None else figs)
 
 
 def render_markdown(report: BiasReport) -> str:
-    return _markdown(_context(report, summary_blocks(report)))
+    return _markdown(_context(report_json(report)))
 
 
 def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | None = None) -> dict[str, Path]:
@@ -232,10 +214,10 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     :func:`render_html` (:func:`analysis.report.build_report_with_figures` draws them)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = summary_blocks(report)
-    context = _context(report, summary)
+    doc = report_json(report)
+    context = _context(doc)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
+    paths["json"].write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     paths["md"].write_text(_markdown(context), encoding="utf-8")
     paths["html"].write_text(_html(context, figures(report) if figs is None else figs), encoding="utf-8")
     return paths

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-import numpy as np
 import pandas as pd
 
 from analysis.report.estimates import BiasReport
 from analysis.report.formatting import no_order_note, num as _num
 from analysis.report.judge_sections import controlled_json, judging_json
-from analysis.report.summary import SummaryBlock, summary_blocks, summary_json
+from analysis.report.summary import SummaryBlock, bias_scale, summary_blocks, summary_json
 from analysis.report.worth_section import worth_json
 from analysis.stats import wilson_interval
 
@@ -37,6 +36,19 @@ def _frame_records(frame: pd.DataFrame | None):
     ]
 
 
+def order_warning(position) -> str | None:
+    """Why a first-shown win rate also measures the model order, where display order was not randomised."""
+    order = position.order
+    if order is None or order.randomised is not False:
+        return None
+    never = f"; never shown first: {', '.join(order.never_first)}" if order.never_first else ""
+    return (
+        f"display order is not randomised within model pairs (only {order.minority_share:.0%} of records in their "
+        f"model pair's less common order{never}): the first-shown win rate measures 'the earlier-listed model wins' "
+        "as much as position; read the rate with model strengths held fixed"
+    )
+
+
 def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = None) -> dict:
     """The ``report.json`` document: its contract's keys first (docs/architecture.md), the details
     beside them (``summary``: the report's summary blocks where the caller has them already)."""
@@ -55,6 +67,8 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "consistency": _num(pos.consistency),
                 "n_swapped_pairs": pos.n_swapped_pairs,
                 "order_randomised": pos.order.randomised if pos.order else None,
+                "display_order": True,
+                "order_warning": order_warning(pos),
                 # The position term of the length model: strengths and length held fixed.
                 "first_rate_controlled": _num(ln.first_rate_controlled),
                 "first_rate_controlled_ci": _num(ln.first_rate_controlled_ci),
@@ -80,6 +94,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
                 "with_ties": _num(ag.with_ties),
                 "without_ties": _num(ag.without_ties),
                 "cohen_kappa": _num(ag.cohen_kappa),
+                "cohen_kappa_ci": _num(ag.cohen_kappa_ci),
                 "n": ag.n,
                 "n_without_ties": ag.n_without_ties,
                 "n_items": ag.n_items,
@@ -108,9 +123,10 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
         }
         if not r.position.display_order:  # a panel's, order-averaged or likelihood verdicts
             judges[r.rater]["position"] = {"first_rate": None, "first_rate_ci": None, "consistency": None,
-                                           "n_swapped_pairs": 0, "note": no_order_note(r)}
+                                           "n_swapped_pairs": 0, "display_order": False, "note": no_order_note(r)}
     return {
         "summary": summary_json(summary_blocks(report) if summary is None else summary),
+        "bias_scale": bias_scale(report.length_sd),
         "judges": judges,
         "n_records": report.n_records,
         "length_sd_chars": report.length_sd,
@@ -124,6 +140,7 @@ def report_json(report: BiasReport, summary: tuple[SummaryBlock, ...] | None = N
         },
         "clustering": report.clustering,
         "issues": list(report.issues),
+        "worth_notes": list(report.worth_notes),
         "judges_without_verdicts": [{"judge": name, "n_records": n} for name, n in report.without_verdicts],
         "sources": list(report.sources),
     }

@@ -17,10 +17,10 @@ from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.report.formatting import no_order_note
+from analysis.report.formatting import no_order_note, pct as _pct, pct_ci as _pct_ci
 
-__all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "follows_position", "strongest_bias", "summary_blocks",
-           "summary_json"]
+__all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "advice", "bias_scale", "even_choice", "follows_position",
+           "strongest_bias", "summary_blocks", "summary_json"]
 
 FOLLOWS_POSITION = "its verdicts follow the display order, not the answers: do not use them"
 # "Near 0": a judge that reads the answers and flips a coin on close calls keeps its verdict on about
@@ -48,59 +48,86 @@ class SummaryBlock:
     agreement: dict | None
     worth: dict | None
     bias: Finding | None
+    advice: str = ""  # the action in a few words, for the opening table
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
+def _points(ci) -> str:
+    return f"[{100 * ci[0]:+.0f}, {100 * ci[1]:+.0f}]"
 
 
-def _pct_ci(ci) -> str:
-    return f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+def even_choice(log_odds: float) -> float:
+    """A logit term as its change to an even (50%) choice, as a share: the one scale the
+    opening compares biases on."""
+    return float(1 / (1 + np.exp(-log_odds)) - 0.5)
+
+
+def bias_scale(length_sd: float | None) -> str:
+    """How :func:`strongest_bias` puts every bias on one scale, in words."""
+    per = f"per standard deviation ({length_sd:.0f} characters)" if length_sd else "per standard deviation"
+    return ("each bias in points away from an even choice between two equally strong answers (logit terms with "
+            f"model strength held fixed: position between answers of equal length, length {per} of length "
+            "difference, self-family as the controlled term)")
+
+
+def _excludes_zero(ci) -> bool:
+    return ci is not None and not ci[0] <= 0 <= ci[1]
 
 
 def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding | None:
-    """The largest bias whose 95% interval excludes no bias: position (first-shown wins vs
-    50%), length (longer wins vs people's rate where people voted, else vs 50%) or
-    self-family (agreement gap vs 0)."""
+    """The largest bias whose 95% interval excludes no bias, every one on one scale
+    (:func:`even_choice` of a logit term with model strength held fixed, :func:`bias_scale`):
+    position (the length model's first-shown term), length (the length coefficient, against
+    people's where people voted) and self-family (the controlled term). The raw first-shown
+    rate is diluted by clear pairs, which no position lean can turn, so it only describes."""
     found = []
-    p = r.position
-    if _has_position(r) and not p.first_rate_ci[0] <= 0.5 <= p.first_rate_ci[1]:
-        side = "first" if p.first_rate > 0.5 else "second"
-        found.append(Finding("position", f"picks the {side}-shown response in {_pct(p.first_rate)} "
-                             f"{_pct_ci(p.first_rate_ci)} of its decisive verdicts (50% without position bias)",
-                             p.first_rate - 0.5, (p.first_rate_ci[0] - 0.5, p.first_rate_ci[1] - 0.5)))
-    ln = r.length
+    p, ln = r.position, r.length
+    if _has_position(r) and ln.first_rate_controlled is not None and ln.first_rate_controlled_ci:
+        size = ln.first_rate_controlled - 0.5
+        ci = (ln.first_rate_controlled_ci[0] - 0.5, ln.first_rate_controlled_ci[1] - 0.5)
+        if _excludes_zero(ci):
+            side = "first" if p.first_rate > 0.5 else "second"
+            rate = p.first_rate if side == "first" else 1 - p.first_rate
+            rate_ci = p.first_rate_ci if side == "first" else (1 - p.first_rate_ci[1], 1 - p.first_rate_ci[0])
+            toward = "first" if size > 0 else "second"
+            found.append(Finding("position", f"picks the {side}-shown response in {_pct(rate)} {_pct_ci(rate_ci)} "
+                                 f"of its decisive verdicts (50% without position bias); between equally strong "
+                                 f"answers of equal length it leans {abs(100 * size):.0f} points {_points(ci)} toward "
+                                 f"the {toward}-shown one", size, ci))
     base = people.length if people is not None else None
-    if base is not None and base.longer_rate is not None and ln.longer_rate is not None and ln.longer_rate_ci \
-            and base.longer_rate_ci:
-        # People prefer longer answers too: a judge's length bias is its gap from them. The gap's
-        # interval adds the two intervals' half-widths in quadrature (as if independent).
-        gap = ln.longer_rate - base.longer_rate
-        half = np.hypot(*(np.diff(ci)[0] / 2 for ci in (ln.longer_rate_ci, base.longer_rate_ci)))
-        if abs(gap) > half:
-            found.append(Finding("length", f"picks the longer response in {_pct(ln.longer_rate)} "
-                                 f"{_pct_ci(ln.longer_rate_ci)} of its decisive verdicts, people in "
-                                 f"{_pct(base.longer_rate)}: {'more' if gap > 0 else 'less'} length preference than "
-                                 f"people by {abs(100 * gap):.0f} points [{100 * (gap - half):+.0f}, "
-                                 f"{100 * (gap + half):+.0f}]", gap, (gap - half, gap + half)))
-    elif ln.longer_rate is not None and ln.longer_rate_ci and not ln.longer_rate_ci[0] <= 0.5 <= ln.longer_rate_ci[1]:
-        side = "longer" if ln.longer_rate > 0.5 else "shorter"
-        found.append(Finding("length", f"picks the {side} response in {_pct(max(ln.longer_rate, 1 - ln.longer_rate))} "
-                             f"of its decisive verdicts, {_pct_ci(ln.longer_rate_ci)} for the longer (50% without "
-                             "length preference)",
-                             ln.longer_rate - 0.5, (ln.longer_rate_ci[0] - 0.5, ln.longer_rate_ci[1] - 0.5)))
+    if base is not None:
+        if ln.coef is not None and ln.coef_ci and base.coef is not None and base.coef_ci:
+            # People prefer longer answers too: a judge's length bias is its gap from them. The gap's
+            # interval adds the two intervals' half-widths in quadrature (as if independent).
+            gap = ln.coef - base.coef
+            half = float(np.hypot(*(np.diff(ci)[0] / 2 for ci in (ln.coef_ci, base.coef_ci))))
+            ci = (even_choice(gap - half), even_choice(gap + half))
+            if _excludes_zero(ci):
+                rates = ("" if ln.longer_rate is None or base.longer_rate is None else
+                         f"picks the longer response in {_pct(ln.longer_rate)} of its decisive verdicts, people in "
+                         f"{_pct(base.longer_rate)}; ")
+                found.append(Finding("length", f"{rates}with model strength held fixed, its length coefficient is "
+                                     f"{ln.coef:.2f} against people's "
+                                     f"{base.coef:.2f}: {'more' if gap > 0 else 'less'} length preference than "
+                                     f"people by {abs(100 * even_choice(gap)):.0f} points {_points(ci)}",
+                                     even_choice(gap), ci))
+    elif ln.coef is not None and ln.coef_ci:
+        ci = (even_choice(ln.coef_ci[0]), even_choice(ln.coef_ci[1]))
+        if _excludes_zero(ci):
+            side = "longer" if ln.coef > 0 else "shorter"
+            rate = "" if ln.longer_rate is None else (f"picks the longer response in {_pct(ln.longer_rate)} of its "
+                                                     "decisive verdicts; ")
+            found.append(Finding("length", f"{rate}leans {abs(100 * even_choice(ln.coef)):.0f} points "
+                                 f"{_points(ci)} toward the {side} answer (no length preference: 0)",
+                                 even_choice(ln.coef), ci))
     # Self-family only from the controlled term (strength, sharpness, position and length held
     # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
     c = r.controlled
-    if c is not None and c.coef is not None and c.ci and not c.ci[0] <= 0 <= c.ci[1]:
-        # Its size as a share: the change it makes to an even (50%) choice.
-        def share(x: float) -> float:
-            return 1 / (1 + np.exp(-x)) - 0.5
-
+    if c is not None and c.coef is not None and _excludes_zero(c.ci):
+        ci = (even_choice(c.ci[0]), even_choice(c.ci[1]))
         found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
                              f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
-                             f"and length lean held fixed (about {abs(100 * share(c.coef)):.0f} points on an even "
-                             "choice)", share(c.coef), (share(c.ci[0]), share(c.ci[1]))))
+                             f"and length lean held fixed: {abs(100 * even_choice(c.coef)):.0f} points "
+                             f"{_points(ci)}", even_choice(c.coef), ci))
     return max(found, key=lambda f: abs(f.size), default=None)
 
 
@@ -115,9 +142,9 @@ def _measured(r: RaterReport, people: RaterReport | None) -> str:
     no self-family term, and "none detected" must not claim those were checked."""
     base = people.length if people is not None else None
     ln = r.length
-    has = {"position": _has_position(r),
-           "length": ln.longer_rate is not None and bool(ln.longer_rate_ci)
-           and (base is None or (base.longer_rate is not None and bool(base.longer_rate_ci))),
+    has = {"position": _has_position(r) and ln.first_rate_controlled is not None and bool(ln.first_rate_controlled_ci),
+           "length": ln.coef is not None and bool(ln.coef_ci)
+           and (base is None or (base.coef is not None and bool(base.coef_ci))),
            "controlled self-family": r.controlled is not None and r.controlled.coef is not None
            and bool(r.controlled.ci)}
     done = [k for k, ok in has.items() if ok]
@@ -163,30 +190,45 @@ def _length_lean(r: RaterReport, people: RaterReport | None) -> str:
     return text + "."
 
 
+def _one(value, ci) -> str:
+    return "-" if value is None else f"{_pct(value)} {_pct_ci(ci)}" if ci else _pct(value)
+
+
+def _kappa(a) -> str:
+    if a.cohen_kappa is None:
+        return "Cohen's kappa -"
+    ci = "" if not a.cohen_kappa_ci else f" [{a.cohen_kappa_ci[0]:.2f}, {a.cohen_kappa_ci[1]:.2f}]"
+    return f"Cohen's kappa {a.cohen_kappa:.2f}{ci}"
+
+
 def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
+    """Agreement with people, led by the number that does not flatter the judge: every vote pair,
+    ties counted, with kappa beside it. Decisive pairs only come second, with their share: a judge
+    that ties on the hard pairs keeps only the easy ones there, where people agree more too."""
     a = r.agreement
     base = people.agreement if people else None
-
-    def one(value, ci) -> str:
-        return "-" if value is None else f"{_pct(value)} {_pct_ci(ci)}" if ci else _pct(value)
-
-    text = (f"Agrees with people on {one(a.without_ties, a.without_ties_ci)} of decisive vote pairs "
-            f"({one(a.with_ties, a.with_ties_ci)} with ties counted)")
+    decisive = f"{_pct(a.n_without_ties / a.n)} of vote pairs" if a.n else "vote pairs"
+    text = (f"Agrees with people on {_one(a.with_ties, a.with_ties_ci)} of vote pairs, ties counted ({_kappa(a)}); "
+            f"on the {decisive} where neither side tied, on {_one(a.without_ties, a.without_ties_ci)}")
     same = r.agreement_same_pairs
-    if base is not None and base.without_ties is not None and same is not None and same.without_ties is not None:
+    if base is not None and base.with_ties is not None and same is not None and same.with_ties is not None:
         # People's agreement with each other exists only where two or more people voted: the
         # judge is compared with it on those same pairs, not on all of its own.
         # People's agreement rests on all their pairs, which may be more than the judge's (parse failures).
         theirs = "" if base.n_items == same.n_items else f" on their {base.n_items} pairs"
         text += (f". On the {same.n_items} pairs two or more people voted on, it agrees with them on "
-                 f"{one(same.without_ties, same.without_ties_ci)} and people agree with each other on "
-                 f"{one(base.without_ties, base.without_ties_ci)}{theirs} (with ties "
-                 f"{one(same.with_ties, same.with_ties_ci)} and {one(base.with_ties, base.with_ties_ci)})")
+                 f"{_one(same.with_ties, same.with_ties_ci)} ({_kappa(same)}) and people agree with each other on "
+                 f"{_one(base.with_ties, base.with_ties_ci)}{theirs} ({_kappa(base)}), ties counted; without ties "
+                 f"{_one(same.without_ties, same.without_ties_ci)} and {_one(base.without_ties, base.without_ties_ci)}")
     data = {"without_ties": a.without_ties, "without_ties_ci": a.without_ties_ci, "with_ties": a.with_ties,
-            "with_ties_ci": a.with_ties_ci, "people_without_ties": base.without_ties if base else None,
+            "with_ties_ci": a.with_ties_ci, "cohen_kappa": a.cohen_kappa, "cohen_kappa_ci": a.cohen_kappa_ci,
+            "people_without_ties": base.without_ties if base else None,
             "people_without_ties_ci": base.without_ties_ci if base else None,
             "people_with_ties": base.with_ties if base else None,
-            "people_with_ties_ci": base.with_ties_ci if base else None, "n": a.n,
+            "people_with_ties_ci": base.with_ties_ci if base else None,
+            "people_cohen_kappa": base.cohen_kappa if base else None,
+            "people_cohen_kappa_ci": base.cohen_kappa_ci if base else None, "n": a.n,
+            "n_without_ties": a.n_without_ties,
             "same_pairs_without_ties": same.without_ties if same else None,
             "same_pairs_without_ties_ci": same.without_ties_ci if same else None,
             "same_pairs_n_items": same.n_items if same else None}
@@ -212,21 +254,73 @@ def _worth_line(w: JudgeWorth) -> str:
     return text
 
 
+# Worth whose interval reaches no higher than this adds little: at best a tenth more per vote.
+LITTLE = 1.1
+
+
+def _savings(w: JudgeWorth) -> str:
+    """Votes saved per model for the same interval (1 - width ratio squared: width goes as one over
+    the root of the votes), and the model an average rests on when it is carried by one."""
+    if w.per_model is None or not len(w.per_model):
+        return f"about {_pct(1 - 1 / w.ratio)} fewer votes for the mean interval width over models"
+    saved = sorted(zip(w.per_model["model"], 1 - w.per_model["width_ratio"] ** 2), key=lambda x: -x[1])
+    each = ", ".join(f"{m} {100 * v:.0f}%" for m, v in saved)
+    text = f"fewer votes by model: {each} (about {_pct(1 - 1 / w.ratio)} for the mean interval width over models"
+    (top, most), rest = saved[0], [v for _, v in saved[1:]]
+    if rest and most > 0 and max(rest) < most / 2:
+        text += f", carried by {top}: the other models save {100 * min(rest):.0f}-{100 * max(rest):.0f}%"
+    return text + ")"
+
+
+def _narrows(w: JudgeWorth) -> str:
+    """How much the judge narrows each model's interval, as a range."""
+    if w.per_model is None or not len(w.per_model):
+        return ""
+    ratios = w.per_model["width_ratio"]
+    narrowed = ratios[ratios < 0.99]
+    if not len(narrowed):
+        return f"; it narrows none of {len(ratios)} models' intervals"
+    by = (f"{100 * (1 - narrowed.max()):.0f}-{100 * (1 - narrowed.min()):.0f}%" if len(narrowed) > 1
+          else f"{100 * (1 - narrowed.min()):.0f}%")
+    widened = int((ratios > 1.01).sum())
+    return (f"; it narrows {len(narrowed)} of {len(ratios)} models' intervals, by {by}"
+            + (f", and widens {widened}" if widened else ""))
+
+
+def advice(w: JudgeWorth | None) -> str:
+    """The short form of :func:`_action` for the opening table."""
+    if w is None:
+        return "collect people's votes on its pairs"
+    if w.no_interval or w.ratio_ci is None:
+        return "collect more human votes"
+    if w.ratio_ci[0] > 1.0:
+        return "use with a random sample of people's votes"
+    if w.ratio_ci[1] < LITTLE:
+        return "adds little: spend on human votes"
+    return "worth uncertain: use beside people's votes, plan as if it saved none"
+
+
 def _action(name: str, w: JudgeWorth | None, bias: Finding | None) -> str:
+    """What to do, read from the worth's estimate and interval: its lower end alone is no verdict."""
     if w is None:
         return (f"People voted, but not on {name}'s pairs: have people vote on a random sample of the pairs "
                 "the judge saw, then rerun to learn what it is worth.")
     bias_note = f" and its {bias.kind} bias" if bias else ""
-    if w.no_interval:  # neither "use it" nor "adds little" is known
-        return f"Collect more human votes before deciding on {name}: {w.no_interval}."
-    if w.ratio_ci is not None and w.ratio_ci[0] > 1.0:
-        saved = 1 - 1 / w.ratio
-        how = "" if name == PANEL else f" (python -m analysis.ratings --judge human --ppi {name})"
-        return (f"Use {name} with a random sample of people's votes, never alone: rated together"
-                f"{how} you need about {_pct(saved)} fewer votes "
-                f"for the same intervals, and the people's sample corrects its errors{bias_note}.")
-    return (f"{name} adds little to people's votes here (each vote counts {w.ratio:.2f}x with it): spend the "
-            f"budget on more human votes rather than on this judge, and do not use its ratings alone.")
+    how = "" if name == PANEL else f" (python -m analysis.ratings --judge human --ppi {name})"
+    if w.no_interval or w.ratio_ci is None:  # neither "use it" nor "adds little" is known
+        return f"Collect more human votes before deciding on {name}: {w.no_interval or 'its worth has no interval'}."
+    lo, hi = w.ratio_ci
+    if lo > 1.0:
+        return (f"Use {name} with a random sample of people's votes, never alone: rated together{how}, for the same "
+                f"intervals you need {_savings(w)}, and the people's sample corrects its errors{bias_note}.")
+    if hi < LITTLE:
+        return (f"{name} adds little to people's votes here: each vote counts {w.ratio:.2f}x [{lo:.2f}, {hi:.2f}] "
+                f"with it, at most {hi:.2f}x: spend the budget on more human votes rather than on this judge, and do "
+                "not use its ratings alone.")
+    return (f"{name}'s worth is uncertain: each human vote counts between {lo:.2f}x and {hi:.2f}x with it (estimate "
+            f"{w.ratio:.2f}x){_narrows(w)}. Rated together with a random sample of people's votes{how} the intervals "
+            "stay valid whatever the judge gets wrong, so it may be used beside them; plan the human votes as if it "
+            "saved none, rerun as they come in, and do not use its ratings alone.")
 
 
 def _do_not_use(name: str) -> str:
@@ -267,8 +361,8 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         members = [raters[m] for m in r.panel_members if m in raters]
         follows = _follows_line(r, members)
         # Against people where they voted: a lean the judge shares with them is not counted as its bias.
-        against = ("Strongest bias against people (position vs 50%, length vs people's rate, self-family as the "
-                   "controlled term vs 0)" if people is not None else "Strongest bias")
+        against = ("Strongest bias against people, in points from an even choice (length against people's)"
+                   if people is not None else "Strongest bias, in points from an even choice")
         if bias:
             bias_line = f"{against}: it {bias.text}."
         elif follows:
@@ -286,7 +380,8 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
                       "report will then say how often the judge agrees with people and how many votes it is worth."
                       if people is None else _action(r.rater, None, bias))
             action = _do_not_use(r.rater) if follows else action
-            blocks.append(SummaryBlock(r.rater, people is not None, lines, action, None, None, bias))
+            short = "do not use" if follows else advice(None)
+            blocks.append(SummaryBlock(r.rater, people is not None, lines, action, None, None, bias, short))
             continue
         agree_line, agree = _agreement(r, people)
         w = worth.get(r.rater)
@@ -297,7 +392,7 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
             r.rater, True, lines, _do_not_use(r.rater) if follows else _action(r.rater, w, bias), agree,
             None if w is None else {"effective_human_votes": w.effective_votes, "ci": w.effective_ci,
                                     "n_human": w.n_human, "ratio": w.ratio, "ratio_ci": w.ratio_ci},
-            bias,
+            bias, "do not use" if follows else advice(w),
         ))
     return tuple(blocks)
 
@@ -309,7 +404,7 @@ def summary_json(blocks: tuple[SummaryBlock, ...]) -> list[dict]:
         return None if d is None else {k: num(v) for k, v in d.items()}
 
     return [{
-        "judge": b.judge, "has_people": b.has_people, "lines": list(b.lines), "action": b.action,
+        "judge": b.judge, "has_people": b.has_people, "lines": list(b.lines), "action": b.action, "advice": b.advice,
         "agreement": plain(b.agreement), "worth": plain(b.worth),
         "strongest_bias": None if b.bias is None else {"kind": b.bias.kind, "size": num(b.bias.size),
                                                        "ci": num(b.bias.ci), "text": b.bias.text},

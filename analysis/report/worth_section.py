@@ -1,4 +1,4 @@
-"""The report's "What is this judge worth?" section: template context, figure and report.json piece.
+"""The report's "What is this judge worth?" section: its report.json piece (the templates render it) and figures.
 
 Computed in :mod:`analysis.judging.worth` (prediction-powered ratings, PPI++); shown only
 for judges that people voted beside: without people there is nothing to measure it by.
@@ -7,11 +7,11 @@ for judges that people voted beside: without people there is nothing to measure 
 from __future__ import annotations
 
 from analysis.judging.worth import JudgeWorth
-from analysis.report.formatting import fmt as _fmt, num as _num
+from analysis.report.formatting import num as _num
 from analysis.report.plotting import (LABEL, PAD, TICK, X_TICKS, color, new_figure, place, text_height, text_width,
                                       tick_labels, tick_width)
 
-__all__ = ["projection_figure", "worth_context", "worth_figure", "worth_json"]
+__all__ = ["READ", "projection_figure", "worth_figure", "worth_json"]
 
 READ = (
     "Prediction-powered inference (PPI++, Angelopoulos, Duchi and Zrnic 2023; for Bradley-Terry ratings Boyeau et "
@@ -22,46 +22,6 @@ READ = (
     "so the judge widens none); lambda: their mean; 95% interval by resampling whole pairs. "
     "Reproduce with python -m analysis.ratings --judge human --ppi JUDGE."
 )
-
-
-def _ci(ci, digits: int = 0) -> str:
-    return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
-
-
-def _rank_set(value) -> str:
-    lo, hi = value
-    return str(lo) if lo == hi else f"{lo}-{hi}"
-
-
-def worth_context(worth: tuple[JudgeWorth, ...], notes: tuple[str, ...] = ()) -> dict:
-    judges = []
-    for w in worth:
-        judges.append({
-            "judge": w.judge,
-            "design": w.design,
-            "n_human": f"{w.n_human:.0f}",
-            "n_human_pairs": w.n_human_pairs,
-            "n_judge": w.n_judge,
-            "effective": f"{w.effective_votes:.0f}",
-            "effective_ci": _ci(w.effective_ci),
-            "ratio": f"{w.ratio:.2f}",
-            "ratio_ci": _ci(w.ratio_ci, 2),
-            "lam": f"{w.lam:.2f}",
-            "dropped": w.n_dropped_votes,
-            "curve": [{"n": f"{p.n_votes:.0f}", "share": f"{p.share:.0%}", "people": _fmt(p.people, 0),
-                       "both": _fmt(p.people_and_judge, 0)} for p in w.curve],
-            "ratings": [{
-                "model": row["model"],
-                "people": f"{_fmt(row['people'], 0)} [{_fmt(row['people_lower'], 0)}, {_fmt(row['people_upper'], 0)}]",
-                "judge": (f"{_fmt(row['judge'], 0)} [{_fmt(row['judge_lower'], 0)}, {_fmt(row['judge_upper'], 0)}]"
-                          if row["judge"] == row["judge"] else "-"),
-                "ppi": f"{_fmt(row['ppi'], 0)} [{_fmt(row['ppi_lower'], 0)}, {_fmt(row['ppi_upper'], 0)}]",
-                "rank_set": _rank_set(row["rank_set"]),
-            } for row in w.ratings.to_dict("records")],
-            "lam_all": f"{w.lam_all:.2f}",
-            "all_labelled": w.all_labelled,
-        })
-    return {"worth": judges, "worth_read": READ, "worth_notes": list(notes)}
 
 
 def worth_json(w: JudgeWorth) -> dict:
@@ -86,6 +46,7 @@ def worth_json(w: JudgeWorth) -> dict:
             "rank_set": list(row["rank_set"]),
         } for row in w.ratings.to_dict("records")],
         "lambda_all_votes": _num(w.lam_all),
+        "all_labelled": w.all_labelled,
         "projection": None if w.projection is None else [
             {k: _num(v) for k, v in row.items()} for row in w.projection.to_dict("records")],
     }
