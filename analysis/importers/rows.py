@@ -25,18 +25,16 @@ import csv
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pairlab.files import MAX_LINE, check_regular, lines  # the one rule for every file a command opens
 from pairlab.records import RecordError
 
 __all__ = ["MAX_DOCUMENT", "MAX_LINE", "Row", "SUFFIXES", "check_regular", "iter_rows", "lines"]
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
-# One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
-MAX_LINE = 64 << 20
 # A JSON document is parsed whole, at about ten times its size in Python objects.
 MAX_DOCUMENT = 512 << 20
 # Parquet rows converted to Python objects at a time: bounded memory, few batch calls.
@@ -66,35 +64,6 @@ class Row:
     @property
     def where(self) -> str:
         return f"line {self.line}" if self.line is not None else f"item {self.item}"
-
-
-def check_regular(path: Path, info: os.stat_result | None = None) -> os.stat_result:
-    """``path``'s status (links followed; ``info`` where known) if it is a regular file, else a
-    :class:`RecordError`."""
-    if info is None:
-        try:
-            info = os.stat(path)
-        except OSError as exc:
-            raise RecordError(path, None, exc.strerror or "cannot be read") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
-                or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
-        raise RecordError(path, None, f"{kind}, not a regular file: only files and folders are read")
-    return info
-
-
-def lines(path: Path, fh) -> Iterator[tuple[int, bytes]]:
-    """``(line number, bytes)`` of a file opened in binary, each line at most :data:`MAX_LINE`
-    bytes: a longer one raises before more than that is read."""
-    lineno = 0
-    while True:
-        line = fh.readline(MAX_LINE + 1)
-        if not line:
-            return
-        lineno += 1
-        if len(line) > MAX_LINE and not (len(line) == MAX_LINE + 1 and line.endswith(b"\n")):
-            raise RecordError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB (the limit on one record)")
-        yield lineno, line
 
 
 def iter_rows(path: Path) -> Iterator[Row]:

@@ -286,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
                              "and --method bt")
         picks = None
-        if args.picks is not None:
-            from analysis.plan import read_picks
-
-            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if args.picks is not None:
+                from analysis.plan import read_picks
+
+                picks = read_picks(args.picks)
             frame = load_frame(
                 args.votes,
                 judge=None if args.ppi or args.judge == "all" else args.judge,

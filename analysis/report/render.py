@@ -21,6 +21,7 @@ from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.summary import SummaryBlock, summary_blocks
 from analysis.report.worth_section import worth_context
+from pairlab.files import write_text
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
@@ -235,7 +236,8 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     summary = summary_blocks(report)
     context = _context(report, summary)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    paths["json"].write_text(json.dumps(report_json(report, summary), indent=2) + "\n", encoding="utf-8")
-    paths["md"].write_text(_markdown(context), encoding="utf-8")
-    paths["html"].write_text(_html(context, figures(report) if figs is None else figs), encoding="utf-8")
+    # The one output rule: a symlink planted at a report's name is replaced, not written through.
+    write_text(paths["json"], json.dumps(report_json(report, summary), indent=2) + "\n")
+    write_text(paths["md"], _markdown(context))
+    write_text(paths["html"], _html(context, figures(report) if figs is None else figs))
     return paths
