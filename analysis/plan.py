@@ -44,6 +44,7 @@ from analysis.ratings.counts import PairCounts, _encode_models, bincount_rows, e
 from analysis.ratings.likelihoods import _laplacian
 from analysis.ratings.ppi import _outcome_from_i
 from analysis.ratings.table import z_two_sided
+from pairlab.cli import prog_name
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
            "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "projection", "main"]
@@ -478,7 +479,7 @@ def _count(votes) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m analysis.plan",
+        prog=prog_name("python -m analysis.plan"),
         description="Choose which pairs people vote on next, and say how many more votes are needed.\n\n"
         "Reads a judge's verdicts on every pair (and other judges' verdicts, people's votes so far), "
         "estimates where the judge is likely wrong (its probabilities, its two orders, other judges' "

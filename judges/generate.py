@@ -25,6 +25,7 @@ from pairlab.backends.base import Completion, Model
 from pairlab.records import Pair, RecordError, make_pair_id, write_records
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
 from pairlab.prompts import PromptItem, load_prompts
+from pairlab.cli import prog_name
 
 __all__ = ["CUT_MARK", "answer", "build_pairs", "end_at_sentence", "main"]
 
@@ -83,7 +84,7 @@ def build_pairs(prompts: Sequence[PromptItem], answers: dict[str, list[Completio
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judges.generate", description=__doc__,
+    parser = argparse.ArgumentParser(prog=prog_name("python -m judges.generate"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompts", required=True, help="MT-Bench question.jsonl (first turn used), or a "
                         "JSONL/CSV file with a 'prompt' column (+ prompt_id/id, category, reference)")

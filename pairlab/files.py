@@ -77,7 +77,8 @@ def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 
 def read_text(path: str | os.PathLike, limit: int = MAX_SMALL) -> str:
     """A UTF-8 text file read whole, at most ``limit`` bytes."""
-    too_big = RecordError(path, None, f"larger than {limit >> 20} MiB (the limit on a file of this kind)")
+    size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB" if limit >= 1 << 10 else f"{limit} bytes"
+    too_big = RecordError(path, None, f"larger than {size} (the limit on a file of this kind)")
     if check_regular(path).st_size > limit:
         raise too_big
     with open(path, "rb") as fh:

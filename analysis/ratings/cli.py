@@ -14,6 +14,7 @@ from analysis.stats import CLUSTERS, cluster_groups
 
 from .registry import METHODS, rate
 from .table import RatingTable, withhold_thin
+from pairlab.cli import prog_name
 
 # Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
 # its own result type and lives beside the registry's methods, not in it.
@@ -99,7 +100,7 @@ def _anchor(text: str) -> tuple[str, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m analysis.ratings",
+        prog=prog_name("python -m analysis.ratings"),
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from analysis.importers import describe_formats
 from analysis.stats import CLUSTERS
 from analysis.workers import PARALLEL_ROWS
+from pairlab.cli import prog_name
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m analysis.report",
+        prog=prog_name("python -m analysis.report"),
         description=(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
