@@ -137,6 +137,13 @@ def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
                 check_regular(path)
         except RecordError as exc:
             parser.error(f"--config {args.config}: {what} file {exc}")
+    if config.picks is not None:  # read here too, before the models load: a bad line is named at once
+        from analysis.plan import read_picks
+
+        try:
+            read_picks(str(config.picks))
+        except ValueError as exc:
+            parser.error(f"--config {args.config}: picks file {str(exc).splitlines()[0]}")
     try:
         shown = make_url(config.db).render_as_string(hide_password=True)
     except ArgumentError:
