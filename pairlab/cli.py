@@ -151,4 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # As `python -m pairlab.cli` this file is __main__; the commands ask the imported pairlab.cli
+    # for the name they run under, so that module's main runs them.
+    from pairlab.cli import main as imported_main
+
+    sys.exit(imported_main())
