@@ -78,13 +78,17 @@ def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 def read_text(path: str | os.PathLike, limit: int = MAX_SMALL) -> str:
     """A UTF-8 text file read whole, at most ``limit`` bytes."""
     size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB" if limit >= 1 << 10 else f"{limit} bytes"
-    too_big = RecordError(path, None, f"larger than {size} (the limit on a file of this kind)")
-    if check_regular(path).st_size > limit:
-        raise too_big
+
+    def too_big(n: int, more: str = "") -> RecordError:
+        return RecordError(path, None, f"{n:,} bytes{more}: a file of this kind holds at most {size}")
+
+    found = check_regular(path).st_size
+    if found > limit:
+        raise too_big(found)
     with open(path, "rb") as fh:
         raw = fh.read(limit + 1)
     if len(raw) > limit:  # it grew since it was asked
-        raise too_big
+        raise too_big(len(raw), " or more")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
