@@ -19,18 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from support import HIGH_WATER
+from support import MEASURED
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30
-_MEASURED = HIGH_WATER + """
-import runpy, sys
-sys.argv = sys.argv[1:]
-try:
-    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
-finally:
-    print("peak_mb", high_water() >> 20, file=sys.stderr)
-"""
 RECORD = {"pair_id": "p1", "prompt": "q", "model_a": "x", "model_b": "y", "response_a": "a", "response_b": "b",
           "winner": "model_a", "judge": "human"}
 PAIRS = REPO / "data" / "prompts_pairs.jsonl"
@@ -92,7 +84,7 @@ def test_a_hostile_file_ends_in_one_line_naming_it(tmp_path, given, kind):
     (tmp_path / "in").mkdir()
     hostile = tmp_path / "in" / name
     make(hostile)
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, *command(tmp_path, hostile)], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-c", MEASURED, *command(tmp_path, hostile)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, preexec_fn=_limit,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     lines = proc.stderr.splitlines()

@@ -70,12 +70,20 @@ def _private_pairs(tmp_path: Path) -> Path:
     return private
 
 
-def test_a_forged_manifest_naming_a_server_sends_it_nothing(tmp_path, listener, monkeypatch, capsys):
+@pytest.fixture
+def forged(tmp_path, listener, monkeypatch):
+    """(manifest, server URL, what the server received): a manifest that sends a private file
+    outside its folder to the loopback server, run from the manifest's folder with a key set."""
     url, received = listener
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     manifest = _forge(tmp_path / "run", ["--pairs", str(_private_pairs(tmp_path)), "--judge", f"openai:{url}#x",
                                          "--out", "run.jsonl"])
     monkeypatch.chdir(tmp_path / "run")
+    return manifest, url, received
+
+
+def test_a_forged_manifest_naming_a_server_sends_it_nothing(forged, capsys):
+    manifest, url, received = forged
     assert main(["--reproduce", str(manifest)]) == 2
     err = capsys.readouterr().err
     assert received == []
@@ -84,13 +92,9 @@ def test_a_forged_manifest_naming_a_server_sends_it_nothing(tmp_path, listener, 
     assert err.strip().splitlines()[-1].count("error:") == 1
 
 
-def test_the_confirmation_is_what_lets_it_run(tmp_path, listener, monkeypatch, capsys):
+def test_the_confirmation_is_what_lets_it_run(forged, capsys):
     """The same manifest with --trust-manifest does reach the server: the refusal above is the gate."""
-    url, received = listener
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    manifest = _forge(tmp_path / "run", ["--pairs", str(_private_pairs(tmp_path)), "--judge", f"openai:{url}#x",
-                                         "--out", "run.jsonl"])
-    monkeypatch.chdir(tmp_path / "run")
+    manifest, url, received = forged
     main(["--reproduce", str(manifest), "--trust-manifest"])
     assert received
 
