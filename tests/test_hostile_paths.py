@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.importers.rows import MAX_DOCUMENT, MAX_LINE
-from support import MEASURED
+from support import HIGH_WATER, MEASURED
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30  # address space for a child: far above what reading any of these needs
