@@ -10,7 +10,9 @@ Text that is not UTF-8 is refused naming the file and the line. Every refusal is
 Writing (:func:`replace_file`): an output is written to a temporary file beside it and moved
 into place, so a reader or a kill never sees half a file, and a symlink planted at the
 output's name is replaced, never followed into its target. The file gets the mode any tool's
-new file gets (``0o666`` less the umask), not the temporary file's owner-only mode.
+new file gets (``0o666`` less the umask), not the temporary file's owner-only mode. A file
+that is appended to (a resumable run's records, :func:`open_append`) cannot be replaced: a
+symlink or anything but a regular file at its name is refused.
 """
 
 from __future__ import annotations
@@ -24,19 +26,21 @@ from pathlib import Path
 
 from pairlab.records import RecordError
 
-__all__ = ["MAX_LINE", "MAX_SMALL", "check_out_dir", "check_out_file", "check_regular", "lines", "read_text",
-           "replace_file", "text_lines", "write_text"]
+__all__ = ["MAX_LINE", "MAX_SMALL", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
+           "read_text", "replace_file", "text_lines", "write_text"]
 
 # One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
 MAX_LINE = 64 << 20
 # A file read whole that people write or a run records (a config, a manifest, a template).
 MAX_SMALL = 16 << 20
 NOT_UTF8 = "invalid UTF-8 (bytes that do not decode)"
+_WRITTEN = "an output is written to a regular file"
 
 
-def check_regular(path: str | os.PathLike, info: os.stat_result | None = None) -> os.stat_result:
+def check_regular(path: str | os.PathLike, info: os.stat_result | None = None,
+                  why: str = "only files and folders are read") -> os.stat_result:
     """``path``'s status (links followed; ``info`` where known) if it is a regular file, else a
-    :class:`RecordError`."""
+    :class:`RecordError` ending in ``why``."""
     if info is None:
         try:
             info = os.stat(path)
@@ -46,7 +50,7 @@ def check_regular(path: str | os.PathLike, info: os.stat_result | None = None) -
         kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
                 or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
                 else "a folder" if stat.S_ISDIR(info.st_mode) else "not a file")
-        raise RecordError(path, None, f"{kind}, not a regular file: only files and folders are read")
+        raise RecordError(path, None, f"{kind}, not a regular file: {why}")
     return info
 
 
@@ -118,6 +122,26 @@ def check_out_file(path: str | os.PathLike, flag: str = "--out") -> Path:
         raise ValueError(f"{flag} {path} is a folder; name the file to write")
     check_out_dir(path.parent, f"{flag} {path}: folder")
     return path
+
+
+def open_append(path: str | os.PathLike):
+    """``path`` opened to append text (created with the umask's mode if missing); a symlink
+    or anything but a regular file there is a :class:`RecordError`, never written through."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise RecordError(path, None, "a symlink: an output is written in place, never through a link") from None
+        if os.path.exists(path):
+            check_regular(path, why=_WRITTEN)  # a FIFO without a reader, a device: named as such
+        raise RecordError(path, None, exc.strerror or "cannot be opened") from None
+    try:
+        check_regular(path, os.fstat(fd), why=_WRITTEN)
+    except RecordError:
+        os.close(fd)
+        raise
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def _umask() -> int:

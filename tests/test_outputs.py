@@ -146,3 +146,22 @@ def test_judges_run_replaces_a_symlink_at_its_order_averaged_file(tmp_path, caps
         torch.set_num_threads(threads)
     written_here(out.parent / "v.pairs.jsonl", victim)
     assert stat.S_IMODE((out.parent / "v.manifest.json").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "failures symlink"])
+def test_judges_run_refuses_to_append_through_a_link_or_to_a_fifo(tmp_path, capsys, kind):
+    """OUT and OUT.failures.jsonl are appended to (a run resumes), so they cannot be replaced:
+    a symlink or a FIFO at their names is refused in one line, before the judge loads."""
+    from judges.run import main
+
+    out = tmp_path / "out" / "v.jsonl"
+    out.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(out)
+        victim = None
+    else:
+        victim = plant(out.parent / "v.failures.jsonl" if kind == "failures symlink" else out)
+    assert main(["--pairs", str(OBVIOUS), "--judge", "smollm2-135m-instruct", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and ("a symlink" in err if victim else "a FIFO" in err), err
+    assert victim is None or victim.read_text() == VICTIM
