@@ -116,3 +116,19 @@ def test_a_manifest_that_judges_nothing_is_refused(tmp_path, monkeypatch, capsys
     assert main(["--reproduce", str(manifest)]) == 2
     out, err = capsys.readouterr()
     assert "judges nothing" in err and "identical" not in out and "usage" not in out
+
+
+def test_pairs_the_user_names_are_not_refused(tmp_path, monkeypatch):
+    """The user's own --pairs replaces the manifest's path: a file the user named is not 'outside'."""
+    from judges.run import _manifest_run, _untrusted, build_parser
+
+    private = _private_pairs(tmp_path)
+    manifest = _forge(tmp_path / "run", ["--pairs", str(private), "--judge", "smollm2-135m-instruct",
+                                         "--out", "run.jsonl"])
+    monkeypatch.chdir(tmp_path / "run")
+    body = json.loads(manifest.read_text())
+    for given, refused in ((None, True), (str(private), False)):
+        args = build_parser().parse_args(["--reproduce", str(manifest)] + (["--pairs", given] if given else []))
+        run = _manifest_run(manifest, body["command"][3:])
+        run.pairs = args.pairs or run.pairs
+        assert (_untrusted(args, manifest, body, run) is not None) == refused
