@@ -544,7 +544,8 @@ def _untrusted(args, where: Path, manifest: dict, run: argparse.Namespace) -> st
          f"template {run.template}, records to compare {records}")
     reasons = []
     if backend == "openai" or run.endpoint:
-        hosts = [spec.source.partition(":")[2].split("#")[0], *run.endpoint]
+        hosts = [spec.source.partition(":")[2].split("#")[0] if spec.source.startswith("openai:") else "",
+                 *run.endpoint]
         reasons.append(f"it sends the pairs' text (and OPENAI_API_KEY, if set) to a server it names: "
                        f"{', '.join(h for h in hosts if h)}")
     named = {Path(args.pairs).resolve()} if args.pairs else set()
@@ -562,8 +563,10 @@ def _untrusted(args, where: Path, manifest: dict, run: argparse.Namespace) -> st
             reasons.append(f"it reads {what} {path}, outside its folder and the working folder")
     if not reasons or args.trust_manifest:
         return None
+    pairs_outside = any(r.startswith("it reads pairs") for r in reasons)
     return (f"--reproduce {where}: refused: " + "; ".join(reasons) + ". A manifest is untrusted input: run it "
-            "only if you wrote it or trust who did, with --trust-manifest (or name the pairs yourself with --pairs)")
+            "only if you wrote it or trust who did, with --trust-manifest"
+            + (" (or name the pairs yourself with --pairs)" if pairs_outside else ""))
 
 
 def _beside(manifest: Path, recorded: str) -> Path:
