@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pairlab.records import RecordError
 
-__all__ = ["MAX_LINE", "MAX_SMALL", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
+__all__ = ["MAX_LINE", "MAX_SMALL", "NOT_UTF8", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
            "read_text", "replace_file", "text_lines", "write_text"]
 
 # One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).

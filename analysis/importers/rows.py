@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pairlab.files import MAX_LINE, check_regular, lines  # the one rule for every file a command opens
+from pairlab.files import MAX_LINE, NOT_UTF8, check_regular, lines  # the one rule for every file a command opens
 from pairlab.records import RecordError
 
 __all__ = ["MAX_DOCUMENT", "MAX_LINE", "Row", "SUFFIXES", "check_regular", "iter_rows", "lines"]
@@ -42,7 +42,6 @@ PARQUET_BATCH = 1024
 # Text is decoded with surrogateescape, so a bad byte becomes one of these instead of
 # ending the file; a row holding one is refused by name.
 _UNDECODED = re.compile("[\udc80-\udcff]")
-_NOT_UTF8 = "invalid UTF-8 (bytes that do not decode)"
 _TOO_DEEP = "JSON nested too deeply to read"
 
 
@@ -89,7 +88,7 @@ def _jsonl(path: Path) -> Iterator[Row]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                yield Row(path, None, line=lineno, problem=_NOT_UTF8)
+                yield Row(path, None, line=lineno, problem=NOT_UTF8)
                 continue
             try:
                 yield Row(path, json.loads(line), line=lineno)
@@ -110,7 +109,7 @@ def _json(path: Path) -> Iterator[Row]:
         raise too_big
     undecoded = _UNDECODED.search(text)
     if undecoded:  # a whole-file format: the first bad byte names the file's line
-        raise RecordError(path, text.count("\n", 0, undecoded.start()) + 1, _NOT_UTF8)
+        raise RecordError(path, text.count("\n", 0, undecoded.start()) + 1, NOT_UTF8)
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -154,7 +153,7 @@ def _csv(path: Path) -> Iterator[Row]:
                 continue
             data = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
             if any(isinstance(v, str) and _UNDECODED.search(v) for v in (*data, *data.values())):
-                yield Row(path, None, line=lineno, problem=_NOT_UTF8)
+                yield Row(path, None, line=lineno, problem=NOT_UTF8)
                 continue
             yield Row(path, data, line=lineno)
 
@@ -172,7 +171,7 @@ def _parquet(path: Path) -> Iterator[Row]:
         except UnicodeDecodeError:  # Parquet's text is not checked on writing: find the row
             rows = [_parquet_row(batch.slice(k, 1)) for k in range(batch.num_rows)]
         for data in rows:
-            yield Row(path, data, item=index, problem=_NOT_UTF8 if data is None else None)
+            yield Row(path, data, item=index, problem=NOT_UTF8 if data is None else None)
             index += 1
 
 
