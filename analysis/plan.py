@@ -44,11 +44,16 @@ from analysis.ratings.counts import PairCounts, _encode_models, bincount_rows, e
 from analysis.ratings.likelihoods import _laplacian
 from analysis.ratings.ppi import _outcome_from_i
 from analysis.ratings.table import z_two_sided
+from pairlab.cli import prog_name
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
            "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "projection", "main"]
 
 MIX = 0.2  # share of the budget spread uniformly (Zrnic & Candes mix with the uniform rule)
+# A pick's least inclusion probability: below it one vote would count as over a million.
+MIN_INCLUSION_PROB = 1e-6
+# Inverse-probability weights spread wider than this ratio are warned about.
+WIDE_WEIGHTS = 1000.0
 GAIN_WORTH = 0.10  # a smaller predicted variance reduction is not worth non-uniform picks
 # Without people's votes or the judge's probabilities a hard verdict's reliability is
 # unknown: it is taken as right 85% of the time, the agreement of good judges with people
@@ -396,27 +401,46 @@ def draw_picks(plan: Plan, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def read_picks(path: str) -> pd.DataFrame:
-    """A planner's PICKS.jsonl (``pair_id``, ``inclusion_prob`` per line); a bad line raises
-    ``ValueError`` naming the file and the line."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                raise ValueError(f"{path}:{number}: not a JSON object") from None
-            prob = row.get("inclusion_prob") if isinstance(row, dict) else None
-            if not isinstance(row, dict) or row.get("pair_id") is None or prob is None:
-                raise ValueError(f"{path}:{number}: a pick needs pair_id and inclusion_prob")
-            if not isinstance(prob, (int, float)) or not 0 < prob <= 1:
-                raise ValueError(f"{path}:{number}: inclusion_prob must be in (0, 1], not {prob!r}")
-            rows.append({"pair_id": str(row["pair_id"]), "inclusion_prob": float(prob),
-                         "strategy": str(row.get("strategy", "given"))})
+    """A planner's PICKS.jsonl (``pair_id``, ``inclusion_prob`` per line), the one reader of picks
+    (the arena's campaign and ``analysis.ratings --picks``); a bad line raises ``ValueError``
+    naming the file and the line: not JSON, a probability that is not a number in
+    [:data:`MIN_INCLUSION_PROB`, 1], a pair named twice. Weights spread wider than
+    :data:`WIDE_WEIGHTS` are warned about."""
+    from pairlab.files import text_lines  # the one reader rule
+
+    rows, first = [], {}
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError(f"{path}:{number}: not a JSON object") from None
+        prob = row.get("inclusion_prob") if isinstance(row, dict) else None
+        if not isinstance(row, dict) or row.get("pair_id") is None or prob is None:
+            raise ValueError(f"{path}:{number}: a pick needs pair_id and inclusion_prob")
+        # bool is an int to Python: `true` is not a probability.
+        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not MIN_INCLUSION_PROB <= prob <= 1:
+            raise ValueError(f"{path}:{number}: inclusion_prob must be a number in [{MIN_INCLUSION_PROB:g}, 1], "
+                             f"not {prob!r}" + (" (a vote on it would count as more than "
+                                               f"{1 / MIN_INCLUSION_PROB:,.0f} votes)"
+                                               if isinstance(prob, (int, float)) and not isinstance(prob, bool)
+                                               and 0 < prob < MIN_INCLUSION_PROB else ""))
+        pair_id = str(row["pair_id"])
+        if pair_id in first:
+            raise ValueError(f"{path}:{number}: pair_id {pair_id!r} is picked twice (first on line "
+                             f"{first[pair_id]}): a pair has one inclusion probability")
+        first[pair_id] = number
+        rows.append({"pair_id": pair_id, "inclusion_prob": float(prob), "strategy": str(row.get("strategy", "given"))})
     if not rows:
         raise ValueError(f"{path}: no picks")
-    return pd.DataFrame(rows)
+    picks = pd.DataFrame(rows)
+    spread = picks["inclusion_prob"].max() / picks["inclusion_prob"].min()
+    if spread > WIDE_WEIGHTS:
+        warnings.warn(f"{path}: inclusion probabilities span {picks['inclusion_prob'].min():.3g}-"
+                      f"{picks['inclusion_prob'].max():.3g}: a vote on the least likely pick counts as {spread:,.0f} "
+                      "votes on the most likely, so a few votes can decide the ratings")
+    return picks
 
 
 def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95) -> str:
@@ -455,7 +479,7 @@ def _count(votes) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m analysis.plan",
+        prog=prog_name("python -m analysis.plan"),
         description="Choose which pairs people vote on next, and say how many more votes are needed.\n\n"
         "Reads a judge's verdicts on every pair (and other judges' verdicts, people's votes so far), "
         "estimates where the judge is likely wrong (its probabilities, its two orders, other judges' "
@@ -489,19 +513,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from analysis.frames import load_frame
     from analysis.frames import show_warnings
+    from pairlab.files import check_out_file, replace_file
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.target_width is not None and args.target_width <= 0:
-            raise ValueError(f"--target-width must be positive, not {args.target_width:g}")
+        if args.target_width is not None and not 0 < args.target_width < np.inf:
+            raise ValueError(f"--target-width must be a positive number of Elo points, not {args.target_width:g}")
+        check_out_file(args.out, "--out")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frame = load_frame(args.votes, include_prompt_set=True)  # a campaign's votes are prompt-set votes
         show_warnings(caught)
         plan = make_plan(frame, args.judge, args.budget, strategy=args.strategy, target_width=args.target_width)
         picks = draw_picks(plan, np.random.default_rng(args.seed))
-        with open(args.out, "w", encoding="utf-8") as fh:
+        with replace_file(args.out) as fh:
             for row in picks.to_dict("records"):
                 fh.write(json.dumps({k: (bool(v) if k == "in_hand" else v) for k, v in row.items()}) + "\n")
     except (ValueError, OSError) as exc:

@@ -8,11 +8,16 @@ that name a model), :mod:`.leaderboard`, :mod:`.ui` (Gradio pages), :mod:`.api` 
 :mod:`.listeners` (which pages read their event streams).
 """
 
-from arena.battles import CHOICES, Arena, Battle, build_record
-from arena.config import ArenaConfig, load_config
-from arena.errors import AlreadyVoted, NotReady, RateLimited, Refused, UnknownBattle
-from arena.sessions import Voter
-from arena.store import VoteStore
+import importlib
+
+# Where each public name lives: imported when first asked for, so that `arena.app --help` and
+# the arena's config and CLI parsers load without the arena's web and database packages.
+_HOMES = {
+    "CHOICES": "battles", "Arena": "battles", "Battle": "battles", "build_record": "battles",
+    "ArenaConfig": "config", "load_config": "config",
+    "AlreadyVoted": "errors", "NotReady": "errors", "RateLimited": "errors", "Refused": "errors",
+    "UnknownBattle": "errors", "Voter": "sessions", "VoteStore": "store",
+}
 
 __all__ = [
     "AlreadyVoted",
@@ -29,3 +34,9 @@ __all__ = [
     "build_record",
     "load_config",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'arena' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"arena.{_HOMES[name]}"), name)

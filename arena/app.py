@@ -16,11 +16,12 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a local app
 
 from arena.config import DEFAULT_CONFIG, db_url, load_config  # noqa: E402
+from pairlab.cli import missing_modules, prog_name  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="app.py",
+        prog=prog_name("app.py"),
         description="Serve the Pairwise Arena: two anonymous models answer a prompt side by side, people vote, "
                     "the names are revealed after the vote, and the leaderboard rates the models from the votes.",
         epilog="Pages: / (anonymous battles and the prompt set), /side-by-side/ (named), /leaderboard/; the HTTP "
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     log = logging.getLogger("arena")
     # Bad input is reported before the slow part (Gradio's import, loading models).
-    config, store = _open(parser, args)
+    config, store, fresh = _open(parser, args)
 
     import uvicorn
     from sqlalchemy import make_url
@@ -48,14 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     from pairlab.models import get_model
 
     models = {}
-    for name in config.models:
-        log.info("loading %s", name)
-        models[name] = get_model(name, config=config.model_config or MODELS_CONFIG)
     try:
+        for name in config.models:
+            log.info("loading %s", name)
+            models[name] = get_model(name, config=config.model_config or MODELS_CONFIG)
         arena = Arena(config, store, models)
     except ValueError as exc:  # a campaign's picks or verdicts that do not fit its pairs
-        store.close()
+        _discard(store, fresh)
         parser.error(f"--config {args.config}: {exc}")
+    except BaseException:
+        _discard(store, fresh)
+        raise
     arena.warm_up()
     log.info("votes go to %s; %d models, %d curated prompts, %d prompt-set pairs",
              make_url(config.db).render_as_string(hide_password=True), len(models), len(arena.prompts),
@@ -92,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
-    """The config and the vote store, or ``parser.error`` naming what is wrong (exit 2)."""
+    """The config, the vote store and the SQLite file this start creates (None if it existed or
+    is not SQLite), or ``parser.error`` naming what is wrong (exit 2)."""
     import tomllib
 
     from sqlalchemy import make_url
@@ -100,8 +105,10 @@ def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
     from arena.store import VoteStore
     from pairlab.backends.base import BackendError
+    from pairlab.files import check_regular
     from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
     from pairlab.models import resolve
+    from pairlab.records import RecordError
 
     try:
         config = load_config(args.config, **({"db": db_url(args.db, Path.cwd())} if args.db else {}))
@@ -109,25 +116,51 @@ def _open(parser: argparse.ArgumentParser, args: argparse.Namespace):
         parser.error(f"--config {args.config}: no such file")
     except tomllib.TOMLDecodeError as exc:
         parser.error(f"--config {args.config}: not valid TOML: {exc}")
+    except RecordError as exc:  # a FIFO, a device, a huge or non-UTF-8 file: it names itself
+        parser.error(f"--config {exc}")
     except (ValueError, TypeError, KeyError) as exc:
         parser.error(f"--config {args.config}: {exc}")
+    backends = set()
     for name in config.models:
         try:
-            resolve(name, config.model_config or MODELS_CONFIG)
-        except (BackendError, OSError) as exc:
+            backends.add(resolve(name, config.model_config or MODELS_CONFIG).backend)
+        except (BackendError, OSError, ValueError) as exc:
             parser.error(f"--config {args.config}: {exc}")
+    missing = missing_modules(backends, extras=("arena",))
+    if missing:  # before the vote store is made: a start that cannot serve leaves nothing behind
+        parser.exit(2, f"{parser.prog}: error: the arena's models ({', '.join(config.models)}) run here, and "
+                       f"{missing} (the arena extra alone serves only openai: models)\n")
     for what in ("prompts", "pairs", "picks", "verdicts"):
         path = getattr(config, what)
-        if path is not None and not path.is_file():
-            parser.error(f"--config {args.config}: {what} file {path} not found")
+        try:
+            if path is not None:
+                check_regular(path)
+        except RecordError as exc:
+            parser.error(f"--config {args.config}: {what} file {exc}")
+    if config.picks is not None:  # read here too, before the models load: a bad line is named at once
+        from analysis.plan import read_picks
+
+        try:
+            read_picks(str(config.picks))
+        except ValueError as exc:
+            parser.error(f"--config {args.config}: picks file {str(exc).splitlines()[0]}")
     try:
         shown = make_url(config.db).render_as_string(hide_password=True)
     except ArgumentError:
         parser.error(f"--db {config.db!r}: not a database URL (e.g. sqlite:///votes.db, postgresql+psycopg://...)")
+    fresh = Path(config.db.removeprefix("sqlite:///")) if config.db.startswith("sqlite:///") else None
+    fresh = fresh if fresh is not None and not fresh.exists() else None
     try:
         store = VoteStore(config.db, synchronous=config.synchronous, prompt_set_rated=config.prompt_set_rated)
     except (SQLAlchemyError, ImportError, OSError) as exc:
         # The driver's message has many lines (and SQLAlchemy's background link); the first says it.
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         parser.error(f"cannot open the vote store {shown}: {reason}")
-    return config, store
+    return config, store, fresh
+
+
+def _discard(store, fresh: Path | None) -> None:
+    """Close the store of a start that failed; a SQLite file this start created goes too."""
+    store.close()
+    for path in () if fresh is None else (fresh, Path(f"{fresh}-wal"), Path(f"{fresh}-shm"), Path(f"{fresh}-journal")):
+        path.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pairlab.backends.base import GenerationParams
+from pairlab.files import read_text
 from pairlab.resources import data_dir, data_file
 
 DEFAULT_CONFIG = data_file("arena.toml")
@@ -104,8 +105,7 @@ def db_url(value: str, base: Path | None = None) -> str:
 
 def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConfig:
     path = Path(path) if path else DEFAULT_CONFIG
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh).get("arena", {})
+    raw = tomllib.loads(read_text(path)).get("arena", {})  # the one reader rule: a FIFO or device refused
     base = path.resolve().parent
 
     def local(name: str) -> Path | None:

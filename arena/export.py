@@ -15,6 +15,7 @@ from pathlib import Path
 
 from arena.config import db_url
 from arena.store import VoteStore
+from pairlab.files import check_out_file, write_text
 from pairlab.records import Record, write_records
 
 
@@ -55,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anomaly-alpha", type=float, default=0.001,
                         help="level of the anomalous-voter test re-run before exporting (default: %(default)s)")
     args = parser.parse_args(argv)
+    try:
+        check_out_file(args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
     url = db_url(args.db, Path.cwd())
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
         parser.error(f"no vote store at {url}")  # rather than export from a new, empty one
@@ -67,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "records":
         write_records(args.out, records)
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps([to_fastchat(r) for r in records], ensure_ascii=False, indent=1))
+        write_text(args.out, json.dumps([to_fastchat(r) for r in records], ensure_ascii=False, indent=1))
     print(f"wrote {len(records)} votes to {args.out}", file=sys.stderr)
     return 0
 

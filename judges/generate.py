@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -27,6 +25,7 @@ from pairlab.backends.base import Completion, Model
 from pairlab.records import Pair, RecordError, make_pair_id, write_records
 from judges.manifest import library_versions, manifest_path, sha256_file, write_manifest
 from pairlab.prompts import PromptItem, load_prompts
+from pairlab.cli import prog_name
 
 __all__ = ["CUT_MARK", "answer", "build_pairs", "end_at_sentence", "main"]
 
@@ -85,7 +84,7 @@ def build_pairs(prompts: Sequence[PromptItem], answers: dict[str, list[Completio
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judges.generate", description=__doc__,
+    parser = argparse.ArgumentParser(prog=prog_name("python -m judges.generate"), description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompts", required=True, help="MT-Bench question.jsonl (first turn used), or a "
                         "JSONL/CSV file with a 'prompt' column (+ prompt_id/id, category, reference)")
@@ -194,12 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs = build_pairs(prompts, answers, families)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole and renamed, so an interrupted run never leaves a half PAIRS file behind.
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
-    os.close(fd)
-    write_records(tmp, pairs)
-    os.replace(tmp, out)
+    write_records(out, pairs)  # written whole and renamed: an interrupted run leaves no half PAIRS file
     write_manifest(manifest_path(out), args.command, {
         "status": "complete",
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -104,11 +103,9 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def write_manifest(path: str | os.PathLike, command: list[str], data: dict) -> None:
     """Write atomically: a reader (or a kill) never sees half a manifest."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from pairlab.files import replace_file
+
     body = {"version": MANIFEST_VERSION, "command": command, **data}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with replace_file(path) as fh:
         json.dump(body, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
-    os.replace(tmp, path)

@@ -25,7 +25,9 @@ says so, and the same command resumes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import json
 import signal
 import sys
@@ -35,6 +37,8 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pairlab.cli import prog_name
+from pairlab.files import read_text
 from pairlab.records import RecordError, read_pairs, read_records, write_records
 from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
@@ -43,7 +47,7 @@ from judges.run_files import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
 
 BACKENDS = ("transformers", "vllm", "openai")
-PROG = "python -m judges.run"
+PROG = "python -m judges.run"  # the name when not run as `pairlab judge`
 DEFAULT_CONCURRENCY = 64  # arena-hard-auto's pool size: enough to keep one GPU server busy
 DEFAULT_BATCH = {"transformers": 8, "vllm": 1024}  # vLLM's scheduler wants all it can get
 
@@ -53,7 +57,7 @@ class Interrupted(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=prog_name(PROG), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", help="PAIRS.jsonl: pair_id, prompt, model_a, model_b, "
                         "response_a, response_b (+ reference, family_a, family_b, prompt_id, category)")
     parser.add_argument("--judge", help="judge model: a configured id (smollm2-135m-instruct), "
@@ -129,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "OUT.manifest.json records, and report identical verdicts, the drift of prob_a and which "
                        "recorded facts (CPU and vector extensions or GPU, torch threads, dtype, batch size, backend, "
                        "library versions) differ here. Exit 0 when every verdict is identical, 1 otherwise")
+    check.add_argument("--trust-manifest", action="store_true",
+                       help="--reproduce: run a manifest that names a server judge (openai:, --endpoint: the pairs' "
+                       "text and OPENAI_API_KEY go to it) or files outside its folder and the working folder; "
+                       "without it such a manifest is refused, after saying what it would do")
     check.add_argument("--sample", type=int, default=20, metavar="N",
                        help="--reproduce: judgments to rerun, at least (whole batches; default: %(default)s)")
     return parser
@@ -145,7 +153,7 @@ def _log(msg: str) -> None:
 
 
 def _error(msg: str, code: int = 2) -> int:
-    _log(f"{PROG}: error: {msg}")
+    _log(f"{prog_name(PROG)}: error: {msg}")
     return code
 
 
@@ -442,15 +450,23 @@ def _reproduce(args) -> int:
 
     where = Path(args.reproduce)
     try:
-        manifest = json.loads(where.read_text(encoding="utf-8"))
+        manifest = json.loads(read_text(where))  # the one reader rule: a FIFO or a device is refused
         command = manifest["command"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (RecordError, json.JSONDecodeError, RecursionError, KeyError, TypeError) as exc:
         return _error(f"--reproduce {where}: not a readable judges.run manifest ({exc})")
-    if command[:3] != ["python", "-m", "judges.run"]:
+    if not isinstance(command, list) or not all(isinstance(c, str) for c in command) \
+            or command[:3] != ["python", "-m", "judges.run"]:
         return _error(f"--reproduce {where}: its command is not a judges.run command")
-    parser = build_parser()
-    run = parser.parse_args(command[3:])
+    run = _manifest_run(where, command[3:])
+    if isinstance(run, str):
+        return _error(run)
+    if args.pairs is not None:  # the user names the pairs: the manifest's path is not used
+        run.pairs = args.pairs
     run.command = command
+    refused = _untrusted(args, where, manifest, run)
+    if refused:
+        return _error(refused)
+    parser = build_parser()
     backend, config = _settings(parser, run)
     if config.template.sha256 != (manifest.get("template") or {}).get("sha256"):
         return _error(f"--reproduce {where}: template {run.template!r} is not the text the run used (its sha256 "
@@ -491,6 +507,66 @@ def _reproduce(args) -> int:
     print("  recorded facts that differ here: " + ("none" if not facts else "; ".join(
         f"{k} {before!r} -> {after!r}" for k, (before, after) in facts.items())))
     return 0 if result.n and result.same_verdict == result.n and not result.missing else 1
+
+
+def _manifest_run(where: Path, argv: list[str]) -> argparse.Namespace | str:
+    """The run a manifest's command describes, or why it describes none (help, no pairs, ...)."""
+    parser = build_parser()
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):  # not the manifest's words
+        try:
+            run = parser.parse_args(argv)
+        except SystemExit:
+            run = None
+    if run is None or run.reproduce or None in (run.pairs, run.judge, run.out):
+        return (f"--reproduce {where}: its command judges nothing (a run names --pairs, --judge and --out): "
+                f"{' '.join(argv)[:200]!r}")
+    return run
+
+
+def _untrusted(args, where: Path, manifest: dict, run: argparse.Namespace) -> str | None:
+    """Say what the manifest would do; the reason to refuse it unless ``--trust-manifest``.
+
+    A manifest travels, so it is untrusted input: it must not send the pairs' text (or the
+    API key a server judge is sent) to a server that only the manifest names, nor read files
+    outside the manifest's folder and the working folder that the user did not name."""
+    from pairlab.backends.base import BackendError
+    from pairlab.models import resolve
+
+    try:
+        spec = resolve(run.judge)
+    except BackendError as exc:
+        return f"--reproduce {where}: {exc}"
+    backend = run.backend or spec.backend
+    records = _beside(where, str((manifest.get("outputs") or {}).get("records", "")))
+    _log(f"reproduce {where}: judge {run.judge} ({backend}"
+         + (f", replicas {', '.join(run.endpoint)}" if run.endpoint else "") + f"), pairs {run.pairs}, "
+         f"template {run.template}, records to compare {records}")
+    reasons = []
+    if backend == "openai" or run.endpoint:
+        hosts = [spec.source.partition(":")[2].split("#")[0] if spec.source.startswith("openai:") else "",
+                 *run.endpoint]
+        reasons.append(f"it sends the pairs' text (and OPENAI_API_KEY, if set) to a server it names: "
+                       f"{', '.join(h for h in hosts if h)}")
+    named = {Path(args.pairs).resolve()} if args.pairs else set()
+    roots = (where.resolve().parent, Path.cwd().resolve())
+    paths = [("pairs", run.pairs), ("records", records)]
+    if run.template not in BUILTIN:
+        paths.append(("template", run.template))
+    if run.chat_template not in (None, "plain"):
+        paths.append(("chat template", run.chat_template))
+    if spec.source.split(":", 1)[0] in ("hf", "gguf"):
+        paths.append(("judge weights", spec.source.split(":", 1)[1]))
+    for what, path in paths:
+        full = Path(path).resolve()
+        if full not in named and not any(full.is_relative_to(root) for root in roots):
+            reasons.append(f"it reads {what} {path}, outside its folder and the working folder")
+    if not reasons or args.trust_manifest:
+        return None
+    pairs_outside = any(r.startswith("it reads pairs") for r in reasons)
+    return (f"--reproduce {where}: refused: " + "; ".join(reasons) + ". A manifest is untrusted input: run it "
+            "only if you wrote it or trust who did, with --trust-manifest"
+            + (" (or name the pairs yourself with --pairs)" if pairs_outside else ""))
 
 
 def _beside(manifest: Path, recorded: str) -> Path:

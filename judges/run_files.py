@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from pairlab.files import open_append
 from pairlab.records import Record, RecordError, append_jsonl, iter_jsonl
 
 __all__ = ["OutputLocked", "RunFiles", "TaskKey", "failures_path", "task_key"]
@@ -96,7 +97,9 @@ class RunFiles:
     def __enter__(self) -> RunFiles:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._created = not self.out.exists()
-        out_fh = open(self.out, "a", encoding="utf-8")
+        if os.path.islink(self.failures):  # checked before its torn tail is cut
+            open_append(self.failures).close()
+        out_fh = open_append(self.out)
         try:
             fcntl.flock(out_fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -131,7 +134,7 @@ class RunFiles:
 
     def _handle(self, name: str, path: Path):
         if name not in self._handles:
-            self._handles[name] = open(path, "a", encoding="utf-8")
+            self._handles[name] = open_append(path)
         return self._handles[name]
 
     def _append(self, name: str, path: Path, record: Record) -> None:

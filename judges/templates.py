@@ -555,10 +555,14 @@ _HEADER = re.compile(r"\A\s*\{#(?P<body>.*?)#\}\n?", re.DOTALL)
 
 def load_template_file(path: str | Path) -> JudgeTemplate:
     """A user template: jinja2 text whose leading ``{# ... #}`` comment declares its verdict."""
+    from pairlab.files import read_text  # the one reader rule: a FIFO, a device, bad UTF-8 refused by name
+    from pairlab.records import RecordError
+
     path = Path(path)
-    if path.stat().st_size > MAX_TEMPLATE_BYTES:
-        raise TemplateError(f"{path}: {path.stat().st_size} bytes; a template may have at most {MAX_TEMPLATE_BYTES}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path, limit=MAX_TEMPLATE_BYTES)
+    except RecordError as exc:
+        raise TemplateError(str(exc)) from None
     match = _HEADER.match(text)
     if not match:
         raise TemplateError(f"{path}: a template file must start with a {{# verdict: REGEX #}} comment")

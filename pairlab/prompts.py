@@ -59,21 +59,24 @@ def _item(row: object, line: int) -> PromptItem:
 
 def _rows(path: Path):
     """(line number, parsed row) for each data row; JSON errors become RecordErrors."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        if path.suffix.lower() == ".csv":
+    from pairlab.files import check_regular, text_lines  # the one reader rule
+
+    check_regular(path)
+    if path.suffix.lower() == ".csv":
+        with open(path, encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
             if not reader.fieldnames or "prompt" not in reader.fieldnames:
                 raise RecordError(path, 1, f"a CSV prompt file needs a 'prompt' column, got {reader.fieldnames}")
             for row in reader:
                 yield reader.line_num, row
-            return
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield lineno, RecordError(path, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield lineno, RecordError(path, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
 
 
 def load_prompts(path: str | os.PathLike, *, skip_bad: bool = False,

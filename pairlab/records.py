@@ -19,7 +19,6 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 RECORD_VERSION = 1
@@ -259,26 +258,27 @@ def iter_jsonl(
     """
     if skip_bad and errors is None:
         raise ValueError("skip_bad=True needs an `errors` list to collect the bad lines in")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
+    from pairlab.files import text_lines  # the one reader rule (a FIFO, a device, a huge line refused)
+
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
             try:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise RecordError(path, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-                yield parse(obj)
-            except RecordError as exc:
-                located = RecordError(path, lineno, exc.message) if exc.line is None else exc
-                if not skip_bad:
-                    raise located from None
-                errors.append(located)
-            except TypeError as exc:  # unexpected keyword shapes from the dataclass constructor
-                located = RecordError(path, lineno, str(exc))
-                if not skip_bad:
-                    raise located from None
-                errors.append(located)
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(path, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+            yield parse(obj)
+        except RecordError as exc:
+            located = RecordError(path, lineno, exc.message) if exc.line is None else exc
+            if not skip_bad:
+                raise located from None
+            errors.append(located)
+        except TypeError as exc:  # unexpected keyword shapes from the dataclass constructor
+            located = RecordError(path, lineno, str(exc))
+            if not skip_bad:
+                raise located from None
+            errors.append(located)
 
 
 def read_records(
@@ -302,9 +302,10 @@ def _dumps(item: Record | Pair | dict) -> str:
 
 def write_records(path: str | os.PathLike, items: Iterable[Record | Pair | dict]) -> int:
     """Write items as JSONL (replacing the file); returns the number of lines written."""
+    from pairlab.files import replace_file  # the one output rule: temp file + replace, umask's mode
+
     n = 0
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
+    with replace_file(path) as fh:
         for item in items:
             fh.write(_dumps(item) + "\n")
             n += 1

@@ -53,3 +53,14 @@ def high_water():
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
 """
+
+# A child's script: runs the module named by its first argument as `python -m` would, then prints
+# its peak resident memory (MB) as stderr's last line, "peak_mb N".
+MEASURED = HIGH_WATER + """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+finally:
+    print("peak_mb", high_water() >> 20, file=sys.stderr)
+"""

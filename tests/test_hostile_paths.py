@@ -21,19 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.importers.rows import MAX_DOCUMENT, MAX_LINE
-from support import HIGH_WATER
+from support import HIGH_WATER, MEASURED
 
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30  # address space for a child: far above what reading any of these needs
-# Runs a module as `python -m` would, then prints its peak resident memory on stderr's last line.
-_MEASURED = HIGH_WATER + """
-import runpy, sys
-sys.argv = sys.argv[1:]
-try:
-    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
-finally:
-    print("peak_mb", high_water() >> 20, file=sys.stderr)
-"""
 RECORD = {"pair_id": "p", "prompt": "q", "model_a": "x", "model_b": "y", "response_a": "a", "response_b": "b",
           "winner": "model_a", "judge": "human"}
 
@@ -50,7 +41,7 @@ def _command(name: str, path: Path, out: Path) -> list[str]:
 
 def run_measured(name: str, path: Path, out: Path) -> tuple[int, str, int]:
     """(exit code, stderr without the measurement, peak MB) of one command on ``path``."""
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, *_command(name, path, out)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-c", MEASURED, *_command(name, path, out)], cwd=REPO,
                           capture_output=True, text=True, timeout=60, preexec_fn=_limit,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     lines = proc.stderr.splitlines()

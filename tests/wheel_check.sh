@@ -48,6 +48,10 @@ missing() {  # EXTRA COMMAND...
 }
 missing models generate --prompts "$repo/data/prompts.jsonl" --models gemma3-270m,gguf:/dev/null --out pairs.jsonl
 missing arena arena
+# --help is the documentation: it answers without the extras.
+"$bin/pairlab" arena --help > help.txt 2>&1 && grep -q "^usage: pairlab arena" help.txt \
+    || { echo "wheel-check: 'pairlab arena --help' on the base install answered:" >&2; cat help.txt >&2; exit 1; }
+echo "wheel-check: pairlab arena --help answers on the base install"
 "$bin/python" - <<'PY'
 import importlib.util, sys
 installed = [m for m in ("torch", "gradio", "transformers", "sqlalchemy") if importlib.util.find_spec(m)]

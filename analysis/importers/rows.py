@@ -25,18 +25,16 @@ import csv
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pairlab.files import MAX_LINE, NOT_UTF8, check_regular, lines  # the one rule for every file a command opens
 from pairlab.records import RecordError
 
 __all__ = ["MAX_DOCUMENT", "MAX_LINE", "Row", "SUFFIXES", "check_regular", "iter_rows", "lines"]
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
-# One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
-MAX_LINE = 64 << 20
 # A JSON document is parsed whole, at about ten times its size in Python objects.
 MAX_DOCUMENT = 512 << 20
 # Parquet rows converted to Python objects at a time: bounded memory, few batch calls.
@@ -44,7 +42,6 @@ PARQUET_BATCH = 1024
 # Text is decoded with surrogateescape, so a bad byte becomes one of these instead of
 # ending the file; a row holding one is refused by name.
 _UNDECODED = re.compile("[\udc80-\udcff]")
-_NOT_UTF8 = "invalid UTF-8 (bytes that do not decode)"
 _TOO_DEEP = "JSON nested too deeply to read"
 
 
@@ -66,35 +63,6 @@ class Row:
     @property
     def where(self) -> str:
         return f"line {self.line}" if self.line is not None else f"item {self.item}"
-
-
-def check_regular(path: Path, info: os.stat_result | None = None) -> os.stat_result:
-    """``path``'s status (links followed; ``info`` where known) if it is a regular file, else a
-    :class:`RecordError`."""
-    if info is None:
-        try:
-            info = os.stat(path)
-        except OSError as exc:
-            raise RecordError(path, None, exc.strerror or "cannot be read") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode)
-                or stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a file")
-        raise RecordError(path, None, f"{kind}, not a regular file: only files and folders are read")
-    return info
-
-
-def lines(path: Path, fh) -> Iterator[tuple[int, bytes]]:
-    """``(line number, bytes)`` of a file opened in binary, each line at most :data:`MAX_LINE`
-    bytes: a longer one raises before more than that is read."""
-    lineno = 0
-    while True:
-        line = fh.readline(MAX_LINE + 1)
-        if not line:
-            return
-        lineno += 1
-        if len(line) > MAX_LINE and not (len(line) == MAX_LINE + 1 and line.endswith(b"\n")):
-            raise RecordError(path, lineno, f"a line longer than {MAX_LINE >> 20} MiB (the limit on one record)")
-        yield lineno, line
 
 
 def iter_rows(path: Path) -> Iterator[Row]:
@@ -120,7 +88,7 @@ def _jsonl(path: Path) -> Iterator[Row]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                yield Row(path, None, line=lineno, problem=_NOT_UTF8)
+                yield Row(path, None, line=lineno, problem=NOT_UTF8)
                 continue
             try:
                 yield Row(path, json.loads(line), line=lineno)
@@ -141,7 +109,7 @@ def _json(path: Path) -> Iterator[Row]:
         raise too_big
     undecoded = _UNDECODED.search(text)
     if undecoded:  # a whole-file format: the first bad byte names the file's line
-        raise RecordError(path, text.count("\n", 0, undecoded.start()) + 1, _NOT_UTF8)
+        raise RecordError(path, text.count("\n", 0, undecoded.start()) + 1, NOT_UTF8)
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -185,7 +153,7 @@ def _csv(path: Path) -> Iterator[Row]:
                 continue
             data = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
             if any(isinstance(v, str) and _UNDECODED.search(v) for v in (*data, *data.values())):
-                yield Row(path, None, line=lineno, problem=_NOT_UTF8)
+                yield Row(path, None, line=lineno, problem=NOT_UTF8)
                 continue
             yield Row(path, data, line=lineno)
 
@@ -203,7 +171,7 @@ def _parquet(path: Path) -> Iterator[Row]:
         except UnicodeDecodeError:  # Parquet's text is not checked on writing: find the row
             rows = [_parquet_row(batch.slice(k, 1)) for k in range(batch.num_rows)]
         for data in rows:
-            yield Row(path, data, item=index, problem=_NOT_UTF8 if data is None else None)
+            yield Row(path, data, item=index, problem=NOT_UTF8 if data is None else None)
             index += 1
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import wilson_interval
+from pairlab.files import read_text
 
 __all__ = ["AnnotatorCard", "RunTiming", "annotator_card", "read_run_timings"]
 
@@ -101,8 +102,8 @@ def read_run_timings(paths: Iterable[str | os.PathLike]) -> tuple[dict[str, RunT
     for path in paths:
         for manifest in _manifests(Path(path)):
             try:
-                body = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+                body = json.loads(read_text(manifest))  # the one reader rule: a FIFO or device is passed over
+            except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON, the rule's refusals
                 notes.append(f"{manifest}: manifest not read, no timing from it ({exc})")
                 continue
             # The name the run's records carry ("rater": a likelihood run's is JUDGE:likelihood).

@@ -14,6 +14,7 @@ from analysis.stats import CLUSTERS, FitError, cluster_groups
 from .registry import METHODS
 from .table import RatingTable
 from .votes import WINRATE, parse_anchor, rate_votes
+from pairlab.cli import prog_name
 
 _DESCRIPTION = """\
 Rate models from pairwise battles: human votes and LLM-judge verdicts, in any of the
@@ -97,7 +98,7 @@ def _anchor(text: str) -> tuple[str, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m analysis.ratings",
+        prog=prog_name("python -m analysis.ratings"),
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -233,12 +234,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--picks weights people's votes in prediction-powered ratings: use it with --ppi JUDGE "
                              "and --method bt")
         picks = None
-        if args.picks is not None:
-            from analysis.plan import read_picks
-
-            picks = read_picks(args.picks)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if args.picks is not None:
+                from analysis.plan import read_picks
+
+                picks = read_picks(args.picks)
             frame = load_frame(
                 args.votes,
                 judge=None if args.ppi or args.judge == "all" else args.judge,

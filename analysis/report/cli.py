@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import sys
@@ -13,13 +12,14 @@ from collections.abc import Sequence
 from analysis.importers import describe_formats
 from analysis.stats import CLUSTERS
 from analysis.workers import PARALLEL_ROWS
+from pairlab.cli import prog_name
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m analysis.report",
+        prog=prog_name("python -m analysis.report"),
         description=(
             "Write a bias report (report.html, report.md, report.json) for human votes and LLM judge "
             "verdicts: position bias (first-shown win rate, swapped-order consistency), length bias "
@@ -137,8 +137,12 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        fail(f"--out {args.out} is a file; --out names the folder to write report.html, report.md and report.json in")
+    from pairlab.files import check_out_dir
+
+    try:  # before any work: a report computed for a folder that cannot be written is lost
+        check_out_dir(args.out)
+    except ValueError as exc:
+        fail(f"{exc} (the folder to write report.html, report.md and report.json in)")
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
     from analysis.report.figures import build_report_with_figures

@@ -20,6 +20,7 @@ from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.worth_section import READ as WORTH_READ
+from pairlab.files import write_text
 
 __all__ = ["render_html", "render_markdown", "write_report"]
 
@@ -217,7 +218,8 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     doc = report_json(report)
     context = _context(doc)
     paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
-    paths["json"].write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    paths["md"].write_text(_markdown(context), encoding="utf-8")
-    paths["html"].write_text(_html(context, figures(report) if figs is None else figs), encoding="utf-8")
+    # The one output rule: a symlink planted at a report's name is replaced, not written through.
+    write_text(paths["json"], json.dumps(doc, indent=2) + "\n")
+    write_text(paths["md"], _markdown(context))
+    write_text(paths["html"], _html(context, figures(report) if figs is None else figs))
     return paths
