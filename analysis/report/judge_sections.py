@@ -47,7 +47,11 @@ def controlled_json(r: RaterReport) -> dict | None:
             "cluster": c.cluster, "length": _num(c.length), "length_ci": _num(c.length_ci),
             "style": list(c.style),
             "categories": list(c.categories), "own_model": _num(c.own_model), "own_model_ci": _num(c.own_model_ci),
-            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION}
+            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION,
+            "lean": _num(c.lean), "lean_ci": _num(c.lean_ci), "shared": _num(c.shared), "shared_ci": _num(c.shared_ci),
+            "compared_with": list(c.compared_with), "p_holm": _num(c.p_holm), "flagged": c.flagged,
+            "n_clusters": c.n_clusters, "detectable": _num(c.detectable), "slope_check_p": _num(c.slope_check_p),
+            "caveats": list(c.caveats)}
 
 
 def _variant_json(v) -> dict:
@@ -118,7 +122,7 @@ def _controlled_row(r: RaterReport) -> dict:
     return {
         "rater": r.rater, "family": r.family or "-", "reference": r.reference or "-",
         "raw": _fmt(sf.delta) if sf else "-", "raw_ci": _fmt_ci(sf.ci) if sf else "-",
-        "coef": _fmt(c.coef), "ci": _fmt_ci(c.ci), "p": _fmt(c.p, 4),
+        "coef": _fmt(c.coef), "ci": f"{_fmt_ci(c.ci)} by {c.cluster}" if c.ci else "-", "p": _fmt(c.p, 4),
         "ci_prompt": _fmt_ci(c.ci_by_prompt) if c.ci_by_prompt else "-",
         "slope": f"{_fmt(c.slope)} {_fmt_ci(c.slope_ci)}" if c.slope is not None else "-",
         "n_rows": c.n_rows, "n_judges": c.n_judges, "note": c.note,

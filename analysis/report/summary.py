@@ -92,14 +92,16 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
     # Self-family only from the controlled term (strength, sharpness, position and length held
     # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
     c = r.controlled
-    if c is not None and c.coef is not None and c.ci and not c.ci[0] <= 0 <= c.ci[1]:
+    if c is not None and c.coef is not None and c.ci and c.flagged:  # Holm-adjusted over the judges
         # Its size as a share: the change it makes to an even (50%) choice.
         def share(x: float) -> float:
             return 1 / (1 + np.exp(-x)) - 0.5
 
         found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
                              f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
-                             f"and length lean held fixed (about {abs(100 * share(c.coef)):.0f} points on an even "
+                             f"and length lean held fixed"
+                             + (", beyond the other judges' lean for that family" if c.shared is not None else "")
+                             + f" (about {abs(100 * share(c.coef)):.0f} points on an even "
                              "choice)", share(c.coef), (share(c.ci[0]), share(c.ci[1]))))
     return max(found, key=lambda f: abs(f.size), default=None)
 
