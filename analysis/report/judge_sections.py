@@ -13,6 +13,7 @@ from dataclasses import asdict
 from analysis.report.estimates import BiasReport, RaterReport
 from analysis.report.formatting import duration, fmt as _fmt, fmt_ci as _fmt_ci, num as _num
 from analysis.bias.self_preference import SPECIFICATION
+from analysis.judging.meta_metrics import few_models_note
 from analysis.judging.variants import BEST_RULE, VARIANTS
 
 __all__ = ["controlled_json", "judging_context", "judging_json"]
@@ -125,7 +126,7 @@ def _controlled_row(r: RaterReport) -> dict:
         "coef": _fmt(c.coef), "ci": f"{_fmt_ci(c.ci)} by {c.cluster}" if c.ci else "-", "p": _fmt(c.p, 4),
         "ci_prompt": _fmt_ci(c.ci_by_prompt) if c.ci_by_prompt else "-",
         "slope": f"{_fmt(c.slope)} {_fmt_ci(c.slope_ci)}" if c.slope is not None else "-",
-        "n_rows": c.n_rows, "n_judges": c.n_judges, "note": c.note,
+        "n_rows": c.n_rows, "n_judges": c.n_judges, "note": c.note, "caveats": list(c.caveats),
     }
 
 
@@ -204,6 +205,18 @@ def _unclear(judges: list[RaterReport]) -> list[dict]:
             for r in judges if r.best_variant and any(b is None for b in r.best_variant.values())]
 
 
+def _variant_notes(judges: list[RaterReport]) -> list[dict]:
+    """The note the judge's leaderboard carries when its variants' leaderboard metrics are printed
+    on too few models (:func:`analysis.judging.meta_metrics.few_models_note`): the same numbers, the same note."""
+    out = []
+    for r in judges:
+        shown = [v.leaderboard.n_models for v in r.variants if v.leaderboard is not None and v.leaderboard.spearman is not None]
+        note = few_models_note(min(shown)) if shown else None
+        if note:
+            out.append({"rater": r.rater, "note": note})
+    return out
+
+
 def judging_context(report: BiasReport) -> dict:
     """Rows for the templates' judging sections."""
     judges = [r for r in report.raters if not r.is_human]
@@ -215,6 +228,7 @@ def judging_context(report: BiasReport) -> dict:
         "cards": [_card_row(r) for r in report.raters if r.annotator is not None],
         "read_which": READ_WHICH, "specification": SPECIFICATION, "best_rule": BEST_RULE,
         "unclear": _unclear(judges),
+        "variant_notes": _variant_notes(judges),
         "panel": list(panel.panel_members) if panel else None,
         "panel_name": panel.rater if panel else None,
         "panel_view": _panel_view(panel.panel if panel else None),
