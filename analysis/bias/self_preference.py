@@ -482,15 +482,18 @@ class _Fitted:
     family: str
     coding: _Coding
     ref: Verdicts
-    reference_fit: tuple
+    reference_fit: tuple | None
     judge: Verdicts
-    term: SelfTerm
+    term: SelfTerm | None  # None: the judge's own term is not identified, its leans for others' families may be
 
 
 def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str, universe: pd.Index,
                prompt_universe: pd.Index) -> tuple[ControlledSelfPreference, _Fitted | None]:
+    comparable = None  # its verdicts, coded: other judges' terms are read against its lean for their family
+
     def null(note: str, n_rows: int = 0, n_self: int = 0):
-        return ControlledSelfPreference(None, None, None, n_rows, n_judges, n_self, note, cluster=cluster), None
+        result = ControlledSelfPreference(None, None, None, n_rows, n_judges, n_self, note, cluster=cluster)
+        return result, comparable
 
     if not spec.family:
         return null("judge family unknown")
@@ -508,6 +511,8 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str, univer
     model = spec.model if spec.model in models else None
     ref = coding.code(ref_rows)
     judge = coding.code(spec.rows, spec.family, model)
+    if len(models) >= 2:
+        comparable = _Fitted(key, spec.family, coding, ref, None, judge, None)
     n_self = int((judge.own != 0).sum())
     self_pairs = len(np.unique(judge.pair[judge.own != 0]))
     if len(models) < 2:
@@ -658,6 +663,8 @@ def controlled_self_preference(judges: Mapping[str, JudgeRows], cluster: str = "
             fitted[name] = f
     for name, f in fitted.items():
         c = out[name]
+        if f.term is None:
+            continue
         by_prompt = c.cluster == "prompt"
         got = _contrast(name, f, fitted, by_prompt)
         caveats = []
