@@ -671,18 +671,16 @@ def controlled_self_preference(judges: Mapping[str, JudgeRows], cluster: str = "
         if got is None:
             caveats.append("no judge of another family was held against the same reference: a taste every LLM "
                            "judge shares cannot be told from self-preference here")
-            se, df = (c.ci[1] - c.ci[0]) / (2 * stats.t.ppf(1 - ALPHA / 2, c.n_clusters - 1)), c.n_clusters - 1
         else:
-            se, df = got["se"], got["df"]
             by = None
             if f.term.cov_by_prompt is not None and not by_prompt:
                 by = _contrast(name, f, fitted, True)
             c = replace(c, coef=got["coef"], ci=got["ci"], p=got["p"], shared=got["shared"],
-                        shared_ci=got["shared_ci"], compared_with=got["compared_with"], n_clusters=df + 1,
+                        shared_ci=got["shared_ci"], compared_with=got["compared_with"], n_clusters=got["df"] + 1,
                         ci_by_prompt=got["ci"] if by_prompt else (by["ci"] if by else None),
-                        detectable=_detectable(se, df))
-        if df + 1 < MIN_CLUSTERS_TO_TELL:
-            caveats.append(f"only {df + 1} {c.cluster}s: too few to tell; a term would have to be about "
+                        detectable=_detectable(got["se"], got["df"]))
+        if c.n_clusters < MIN_CLUSTERS_TO_TELL:
+            caveats.append(f"only {c.n_clusters} {c.cluster}s: too few to tell; a term would have to be about "
                            f"{c.detectable:.2f} log-odds to be found 4 times in 5")
         if c.slope_check_p is not None:
             caveats.append("no category recorded: the term assumes the judge equally sharp on every prompt"
