@@ -83,6 +83,7 @@ class Pairs:
     y_votes: np.ndarray  # their summed outcomes
     sq_residual: np.ndarray
     signals: tuple[str, ...]
+    n_left_out: int = 0  # people's votes on pairs the judge gave no usable verdict on, left out
 
     def counts(self, wins: np.ndarray | None = None, totals: np.ndarray | None = None) -> PairCounts:
         """Per-pair ``wins`` of ``i`` out of ``totals`` summed per model pair, as :class:`PairCounts`
@@ -101,28 +102,47 @@ class Pairs:
         return bincount_rows(model_pair, np.asarray(values, float), len(keys))
 
 
-def _verdict_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Drop records without a verdict (parse failures)."""
-    if "parse_error" in frame.columns:
-        frame = frame[frame["parse_error"].isna().to_numpy()]
-    return frame
+def _people(frame: pd.DataFrame) -> np.ndarray:
+    return (frame["judge_type"] == "human" if "judge_type" in frame.columns
+            else frame["judge"].astype(str).str.startswith("human")).to_numpy()
 
 
-def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
+def _without_unjudged(frame: pd.DataFrame, judge: str, leave_out: bool) -> tuple[pd.DataFrame, int]:
+    """``frame`` without records that hold no verdict (parse failures) and, with ``leave_out``,
+    without people's votes on pairs where ``judge`` gave no usable verdict (their count is the
+    second value); without ``leave_out`` such votes raise, saying whether the judge's verdicts
+    there were unparseable or missing."""
+    parsed = frame["parse_error"].isna().to_numpy() if "parse_error" in frame.columns else np.ones(len(frame), bool)
+    own = (frame["judge"] == judge).to_numpy()
+    if not own.any():
+        raise ValueError(f"no verdicts of judge {judge!r} in the input")
+    stranded = _people(frame) & parsed & ~frame["pair_id"].isin(set(frame.loc[own & parsed, "pair_id"])).to_numpy()
+    if stranded.any() and not leave_out:
+        pairs = frame.loc[stranded, "pair_id"]
+        unparseable = pairs.isin(set(frame.loc[own & ~parsed, "pair_id"])).to_numpy()
+        why = [f"{pairs[unparseable].nunique()} pairs where judge {judge!r} has no usable verdict (unparseable)"
+               if unparseable.any() else "",
+               f"{pairs[~unparseable].nunique()} pairs judge {judge!r} never judged" if (~unparseable).any() else ""]
+        raise ValueError(f"{int(stranded.sum())} human votes are on " + " and ".join(filter(None, why))
+                         + ": the planner picks among pairs the judge gave a verdict on; pass --leave-out-unjudged "
+                         "to plan without those votes")
+    return frame[parsed & ~stranded], int(stranded.sum())
+
+
+def pair_signals(frame: pd.DataFrame, judge: str, leave_out_unjudged: bool = False) -> Pairs:
     """The judge's verdicts per pair, the uncertainty signals beside them and people's votes in hand.
 
     ``frame`` holds battle records (``pair_id, model_a, model_b, winner, judge``, optional
     ``judge_type`` and ``prob_a``): ``judge``'s verdicts on every pair that may be picked,
     other LLM judges' verdicts (their disagreement is a signal) and people's votes so far.
+    People's votes on pairs where the judge has no usable verdict (unparseable, or never
+    judged) raise, or with ``leave_out_unjudged`` are left out and counted.
     """
-    frame = _verdict_rows(frame)
     if "pair_id" not in frame.columns:
         raise ValueError("the verdicts have no pair_id: the picks name pairs by it")
-    people = (frame["judge_type"] == "human" if "judge_type" in frame.columns
-              else frame["judge"].astype(str).str.startswith("human")).to_numpy()
+    frame, n_left_out = _without_unjudged(frame, judge, leave_out_unjudged)
+    people = _people(frame)
     own = (frame["judge"] == judge).to_numpy()
-    if not own.any():
-        raise ValueError(f"no verdicts of judge {judge!r} in the input")
     if frame["pair_id"].isna().any():
         raise ValueError(f"{int(frame['pair_id'].isna().sum())} records have no pair_id")
     a, b, models = _encode_models(frame["model_a"], frame["model_b"])
@@ -160,10 +180,6 @@ def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
     soft = (pairs["soft"].to_numpy() + other_sum) / (1 + other_n)
     # People's votes in hand: on pairs the judge saw, their squared residual around its verdict.
     voted = rows[people]
-    unseen = ~voted["pair_id"].isin(pairs.index)
-    if unseen.any():
-        raise ValueError(f"{int(unseen.sum())} human votes are on pairs judge {judge!r} never judged "
-                         f"({voted.loc[unseen, 'pair_id'].nunique()} pairs): the planner picks among judged pairs")
     verdict = pairs["verdict"]
     residual = (voted["outcome"].to_numpy() - verdict.reindex(voted["pair_id"]).to_numpy()) ** 2
     by_pair = pd.DataFrame({"pair_id": voted["pair_id"].to_numpy(), "r": residual,
@@ -176,7 +192,7 @@ def pair_signals(frame: pd.DataFrame, judge: str) -> Pairs:
     return Pairs(models=models[used], pair_id=pairs.index.to_numpy(), i=code[pairs["i"].to_numpy()],
                  j=code[pairs["j"].to_numpy()], verdict=verdict.to_numpy(), soft=np.asarray(soft, float),
                  n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(),
-                 signals=tuple(signals))
+                 signals=tuple(signals), n_left_out=n_left_out)
 
 
 def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
@@ -334,13 +350,14 @@ def _more_votes(cov: np.ndarray, budgets: np.ndarray, theta: np.ndarray, models:
 
 
 def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str = "active",
-              target_width: float | None = None, level: float = 0.95) -> Plan:
-    """Plan people's next ``budget`` votes (one per picked pair) among ``judge``'s pairs."""
+              target_width: float | None = None, level: float = 0.95, leave_out_unjudged: bool = False) -> Plan:
+    """Plan people's next ``budget`` votes (one per picked pair) among ``judge``'s pairs
+    (``leave_out_unjudged``: as :func:`pair_signals`)."""
     if strategy not in ("active", "uniform"):
         raise ValueError(f"strategy must be active or uniform, not {strategy!r}")
     if budget <= 0:
         raise ValueError(f"the budget must be a positive number of votes, not {budget}")
-    pairs = pair_signals(frame, judge)
+    pairs = pair_signals(frame, judge, leave_out_unjudged)
     in_hand = pairs.n_votes > 0
     theta = _strengths(pairs)
     inverse, p = _information(pairs, theta)
@@ -349,7 +366,8 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
     score = {"active": np.sqrt(v * h), "uniform": np.ones(len(v))}
     available = int((~in_hand).sum())
     if available == 0:
-        raise ValueError("people already voted on every pair the judge saw: there is nothing left to pick")
+        raise ValueError("people already voted on every pair the judge saw: there is nothing left to pick (to see "
+                         "what the planner would have done, hold some of their votes out with --holdout SHARE)")
     grid = np.unique(np.r_[0, np.round(np.geomspace(1, available, _GRID)), budget].clip(0, available))
     designs = {name: _design(s, in_hand, grid) for name, s in score.items()}
     covs = {name: predicted_covariance(pairs, inverse, p, v, d) for name, d in designs.items()}
@@ -369,14 +387,17 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
 
 
 def _strengths(pairs: Pairs) -> np.ndarray:
-    """Current log-strengths: people's votes and the judge's verdicts pooled (each pair's mean
-    outcome, a tie half a win), a light ridge keeping them finite; they only weigh the pairs."""
+    """Current log-strengths, on people's scale: from people's votes in hand (a tie half a win),
+    a light ridge keeping them finite; the judge's verdicts only where people have not voted
+    yet. Pooling the judge's verdicts with people's reads the judge's view of the gaps as
+    people's: "A and B separate after N votes" then promises gaps people do not see."""
     from analysis.ratings.bt import newton
     from analysis.ratings.likelihoods import HalfTie
 
-    total = 1.0 + pairs.n_votes
-    counts = pairs.counts(pairs.verdict + pairs.y_votes, total)
-    theta, _ = newton(HalfTie(), counts, np.zeros(len(pairs.models)), l2=1e-3)
+    voted = pairs.n_votes.sum() > 0
+    counts = (pairs.counts(pairs.y_votes, pairs.n_votes) if voted
+              else pairs.counts(pairs.verdict, np.ones(len(pairs.verdict))))
+    theta, _ = newton(HalfTie(), counts, np.zeros(len(pairs.models)), l2=1e-3 if not voted else 0.1)
     return theta
 
 
@@ -398,6 +419,62 @@ def draw_picks(plan: Plan, rng: np.random.Generator) -> pd.DataFrame:
     keep = plan.in_hand | drawn
     return pd.DataFrame({"pair_id": plan.pairs.pair_id[keep], "inclusion_prob": plan.prob[keep],
                          "strategy": plan.strategy, "in_hand": plan.in_hand[keep]})
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A plan checked on votes people already gave: their votes on a share of the pairs held out,
+    the plan made from the rest, its picks answered with held-out votes, rated (PPI++ weighted
+    by the picks' inclusion probabilities, by pair: the planner's model) and the widths compared."""
+
+    plan: Plan
+    widths: pd.DataFrame  # model, predicted, replayed (Elo points, upper - lower)
+    n_held_out: int  # pairs whose people's votes were held out
+    n_picked: int  # of them, picked and answered with one held-out vote each
+    n_in_hand: int  # pairs whose votes stayed in hand
+
+    @property
+    def ratio(self) -> float:
+        """Mean predicted width over mean replayed width."""
+        return float(self.widths["predicted"].mean() / self.widths["replayed"].mean())
+
+
+def one_vote_a_pair(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """People's votes cut to one a pair, drawn at random (the planner plans one vote per pair);
+    the judges' verdicts kept."""
+    people = _people(frame)
+    kept = frame[people].sample(frac=1.0, random_state=rng).drop_duplicates("pair_id")
+    return pd.concat([frame[~people], kept]).sort_index()
+
+
+def replay(frame: pd.DataFrame, judge: str, holdout: float, budget: int, *, strategy: str = "active",
+           seed: int = 0, leave_out_unjudged: bool = False, target_width: float | None = None) -> Replay:
+    """Hold out people's votes on a random ``holdout`` share of the pairs they voted on, plan
+    ``budget`` more votes from the rest, answer the picks with the held-out votes and compare
+    the widths the plan predicted with those the replayed votes give (:class:`Replay`)."""
+    from analysis.ratings.ppi import ppi_ratings
+
+    if not 0 < holdout < 1:
+        raise ValueError(f"--holdout must be a share between 0 and 1, not {holdout:g}")
+    rng = np.random.default_rng(seed)
+    frame = one_vote_a_pair(frame, rng)
+    people = _people(frame)
+    voted = pd.unique(frame.loc[people, "pair_id"])
+    if len(voted) < 2:
+        raise ValueError("--holdout needs people's votes on two pairs or more")
+    held = set(rng.choice(voted, size=max(1, round(holdout * len(voted))), replace=False))
+    hidden = people & frame["pair_id"].isin(held).to_numpy()
+    plan = make_plan(frame[~hidden], judge, budget, strategy=strategy, leave_out_unjudged=leave_out_unjudged,
+                     target_width=target_width)
+    picks = draw_picks(plan, rng)
+    answered = picks["in_hand"] | picks["pair_id"].isin(held)
+    picks = picks[answered.to_numpy()]
+    chosen = set(picks["pair_id"])
+    votes = frame[~people | frame["pair_id"].isin(chosen).to_numpy()]
+    rated = ppi_ratings(votes, judge, picks=picks, cluster="pair").table.table.set_index("model")
+    widths = pd.DataFrame({"model": plan.widths["model"], "predicted": plan.widths[strategy].to_numpy()})
+    widths["replayed"] = (rated["upper"] - rated["lower"]).reindex(widths["model"]).to_numpy()
+    return Replay(plan, widths, len(held), int((~picks["in_hand"]).sum()), int(plan.in_hand.sum()))
 
 
 def read_picks(path: str) -> pd.DataFrame:
@@ -448,7 +525,9 @@ def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95
     pairs = plan.pairs
     n_hand, votes = int(plan.in_hand.sum()), int(pairs.n_votes.sum())
     lines = [f"{len(pairs.pair_id)} pairs judged, {len(pairs.models)} models; people's votes in hand: {votes} on "
-             f"{n_hand} pairs" + (" (taken as a uniform draw of the pairs)" if n_hand else ""),
+             f"{n_hand} pairs" + (" (taken as a uniform draw of the pairs)" if n_hand else "")
+             + (f"; {pairs.n_left_out} votes left out (pairs the judge has no usable verdict on)"
+                if pairs.n_left_out else ""),
              "uncertainty signals: " + (", ".join(pairs.signals) or "the judge's verdicts only") +
              ("; calibrated on people's votes in hand" if plan.calibrated else
               "; not calibrated (fewer than %d votes in hand)" % _MIN_CALIBRATION_VOTES),
@@ -470,6 +549,19 @@ def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95
         what = (f"{r.models[0]}: width <= {plan.target_width:g}" if r.what == "width"
                 else f"{r.models[0]} vs {r.models[1]}: separate at {level:.0%}")
         lines.append(f"  {what}: {_count(r.active)} active, {_count(r.uniform)} uniform")
+    return "\n".join(lines)
+
+
+def describe_replay(checked: Replay, share: float) -> str:
+    """The hold-out check: the widths the plan predicted against those its replayed picks gave."""
+    w = checked.widths
+    width = max(5, *(len(m) for m in w["model"]))
+    lines = ["", f"hold-out check: people's votes on {checked.n_held_out} pairs ({share:.0%}) held out, "
+             f"{checked.n_in_hand} pairs in hand; {checked.n_picked} of the picks answered with a held-out vote, "
+             "rated with the judge (PPI++, weighted by inverse inclusion probability, by pair)",
+             f"{'model':<{width}}  {'predicted':>9}  {'replayed':>8}"]
+    lines += [f"{r.model:<{width}}  {r.predicted:9.1f}  {r.replayed:8.1f}" for r in w.itertuples()]
+    lines.append(f"mean predicted width / mean replayed width: {checked.ratio:.2f}")
     return "\n".join(lines)
 
 
@@ -507,6 +599,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target-width", type=float, metavar="ELO",
                         help="interval width to reach (upper - lower, Elo points; 40 means +-20) for 'N more votes'")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON instead of text")
+    parser.add_argument("--leave-out-unjudged", action="store_true",
+                        help="leave out people's votes on pairs the judge has no usable verdict on (unparseable or "
+                             "never judged) instead of stopping")
+    parser.add_argument("--holdout", type=float, metavar="SHARE",
+                        help="try the planner on votes people already gave: hold out their votes on a random SHARE "
+                             "of the pairs (one vote a pair is kept), plan --budget more from the rest, answer the "
+                             "picks with the held-out votes and print the widths predicted beside the widths the "
+                             "replayed votes give")
     return parser
 
 
@@ -523,9 +623,17 @@ def main(argv: list[str] | None = None) -> int:
         check_out_file(args.out, "--out")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            frame = load_frame(args.votes, include_prompt_set=True)  # a campaign's votes are prompt-set votes
+            # A campaign's votes are prompt-set votes; unparseable verdicts are kept to be told apart from none.
+            frame = load_frame(args.votes, include_prompt_set=True, with_failures=True)
         show_warnings(caught)
-        plan = make_plan(frame, args.judge, args.budget, strategy=args.strategy, target_width=args.target_width)
+        checked = None
+        if args.holdout is not None:
+            checked = replay(frame, args.judge, args.holdout, args.budget, strategy=args.strategy, seed=args.seed,
+                             leave_out_unjudged=args.leave_out_unjudged, target_width=args.target_width)
+            plan = checked.plan
+        else:
+            plan = make_plan(frame, args.judge, args.budget, strategy=args.strategy, target_width=args.target_width,
+                             leave_out_unjudged=args.leave_out_unjudged)
         picks = draw_picks(plan, np.random.default_rng(args.seed))
         with replace_file(args.out) as fh:
             for row in picks.to_dict("records"):
@@ -541,9 +649,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"judge": args.judge, "strategy": plan.strategy, "recommended": plan.recommended,
                           "predicted_gain": plan.gain, "calibrated": plan.calibrated, "n_picked": n_new,
                           "widths": plan.widths.replace(np.inf, None).to_dict("records"), "more_votes": plan.more.to_dict("records"),
-                          "target_width": plan.target_width}, indent=2))
+                          "target_width": plan.target_width, "n_left_out": plan.pairs.n_left_out,
+                          **({} if checked is None else {"holdout": {
+                              "share": args.holdout, "n_held_out": checked.n_held_out, "n_picked": checked.n_picked,
+                              "ratio": checked.ratio, "widths": checked.widths.to_dict("records")}})}, indent=2))
     else:
         print(describe(plan, n_new, args.out, args.seed))
+        if checked is not None:
+            print(describe_replay(checked, args.holdout))
     return 0
 
 

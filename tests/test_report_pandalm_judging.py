@@ -76,11 +76,14 @@ def test_controlled_self_preference(raw, report):
     fit = sm.Logit(y_judge, Z).fit(disp=False)
     got = judges["pandalm-7b"]["self_family"]["controlled"]
     assert got["style"] == held == ["lists"]
-    assert got["coef"] == pytest.approx(fit.params[-1], abs=1e-6)
+    assert got["lean"] == pytest.approx(fit.params[-1], abs=1e-6)
+    # The term is that lean less GPT-3.5's lean for LLaMA on the same answers.
+    assert got["compared_with"] == ["gpt-3.5-turbo"] and got["coef"] == pytest.approx(got["lean"] - got["shared"])
     assert got["length"] == pytest.approx(fit.params[2], abs=1e-6)
     assert got["slope"] == pytest.approx(fit.params[0], abs=1e-6) and got["position"] == pytest.approx(fit.params[1], abs=1e-6)
     assert got["n_rows"] == len(y_judge)
-    assert got["ci"][0] < got["coef"] < got["ci"][1] and got["ci_by_prompt"] is not None
+    assert got["ci"][0] < got["coef"] < got["ci"][1] and got["lean_ci"][0] < got["lean"] < got["lean_ci"][1]
+    assert got["ci_by_prompt"] is not None
     assert "slope" in got["specification"]
     # PandaLM-7B's sharpness held fixed, its taste for LLaMA-7B is not distinguishable from 0 (the old
     # shared-family-effects model read it as -0.49, significant).

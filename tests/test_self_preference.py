@@ -118,7 +118,9 @@ def test_the_report_path_gives_the_same_numbers_and_reads_no_sharpness_as_bias(s
     for m, name in enumerate(NAMES):
         c = got[name]
         fit = fit_self_term(humans, judges[m], 5, reference)
-        assert c.coef == pytest.approx(fit.theta[-1], abs=1e-9) and c.ci == pytest.approx(fit.interval(2), abs=1e-9)
+        assert c.lean == pytest.approx(fit.theta[-1], abs=1e-9) and c.lean_ci == pytest.approx(fit.interval(2), abs=1e-9)
+        # the term is the lean less the other families' judges' lean for the same family
+        assert c.coef == pytest.approx(c.lean - c.shared, abs=1e-9) and len(c.compared_with) >= 3
         assert c.n_rows == 2 * N_PAIRS and c.n_judges == 5 and c.note is None
         assert c.ci_by_prompt is not None and c.position is not None
         if m in planted:

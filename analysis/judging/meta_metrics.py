@@ -53,7 +53,7 @@ from analysis.stats.resample import paired_totals
 from analysis.judgment_table import positions
 from analysis.stats import Z95, percentile_interval
 
-__all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "leaderboard_agreement",
+__all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "few_models_note", "leaderboard_agreement",
            "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
 
 METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
@@ -62,6 +62,16 @@ MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric 
 # Spearman interval of [0.6, 1.0] says nothing, and with 8 close models the interval covered
 # its true value in 64.5% of simulated runs (issue 26).
 RANKING_MODELS = 8
+
+
+def few_models_note(n: int) -> str | None:
+    """What the meta-metrics of ``n`` models (at least :data:`MIN_MODELS`, else withheld) say, wherever
+    they are printed (the judge's leaderboard and every debiasing variant's): None from
+    :data:`RANKING_MODELS` models on."""
+    if n >= RANKING_MODELS:
+        return None
+    return (f"too few models to rank judges ({n} models, fewer than {RANKING_MODELS}): these numbers "
+            "describe this judge on these models, not how it ranks others")
 _BT_TOL = 1e-10  # a round's leaderboard is fitted when its last step moves no strength by more
 _RIDGE = 1e-6  # l2 on the strengths: finite for a round with an unbeaten model, negligible otherwise
 BOOT_ROUNDS = 2000  # seeds 0-3 then agree to well within a quarter of each interval's width
@@ -138,9 +148,8 @@ def leaderboard_agreement(judge: pd.DataFrame | None, reference: pd.DataFrame | 
     separability = float(1.0 - judge_overlap.mean())
     separated = ~ref_overlap
     notes = []
-    if n < RANKING_MODELS:
-        notes.append(f"too few models to rank judges ({n} models, fewer than {RANKING_MODELS}): these numbers "
-                     "describe this judge on these models, not how it ranks others")
+    if few_models_note(n):
+        notes.append(few_models_note(n))
     if separated.any():
         same_order = np.sign(rj[i] - rj[j]) == np.sign(rr[i] - rr[j])
         score = np.where(judge_overlap, 0.5, same_order.astype(float))[separated]

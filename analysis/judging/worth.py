@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_rounds,
-                                  ppi_data)
+                                  ppi_data, sample_warnings)
 from analysis.ratings.table import z_two_sided
 from analysis.stats import log_normal_interval
 
@@ -297,4 +297,6 @@ def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataF
             out.append(worth)
             if worth.no_interval:
                 notes.append(f"{name}: no interval for its worth: {worth.no_interval}")
+            # The worth is PPI's: it holds only if people's pairs are a random sample of the judged ones.
+            notes += [f"{name}: {warning}" for warning in sample_warnings(human, frame)]
     return tuple(out), tuple(notes)

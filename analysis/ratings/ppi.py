@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import cluster_codes, cluster_groups
+from analysis.stats.clusters import prompt_column
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
@@ -863,7 +864,7 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     if labelled.all() or not labelled.any():
         return ()
     columns = {"category": verdicts["category"] if "category" in verdicts else None,
-               "prompt": verdicts["prompt"] if "prompt" in verdicts else None,
+               "prompt": prompt_column(verdicts),  # battle frames carry prompt_id, records the text
                "model": None, "verdict": verdicts["winner"]}
     out = []
     for name, values in columns.items():

@@ -14,6 +14,7 @@ from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import RaterReport
 from analysis.report.formatting import duration, fmt as _fmt, fmt_ci as _fmt_ci, num as _num
 from analysis.bias.self_preference import SPECIFICATION
+from analysis.judging.meta_metrics import few_models_note
 from analysis.judging.variants import BEST_RULE, VARIANTS
 
 __all__ = ["controlled_json", "judging_context", "judging_json"]
@@ -48,7 +49,11 @@ def controlled_json(r: RaterReport) -> dict | None:
             "cluster": c.cluster, "length": _num(c.length), "length_ci": _num(c.length_ci),
             "style": list(c.style),
             "categories": list(c.categories), "own_model": _num(c.own_model), "own_model_ci": _num(c.own_model_ci),
-            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION}
+            "siblings": _num(c.siblings), "siblings_ci": _num(c.siblings_ci), "specification": SPECIFICATION,
+            "lean": _num(c.lean), "lean_ci": _num(c.lean_ci), "shared": _num(c.shared), "shared_ci": _num(c.shared_ci),
+            "compared_with": list(c.compared_with), "p_holm": _num(c.p_holm), "flagged": c.flagged,
+            "n_clusters": c.n_clusters, "detectable": _num(c.detectable), "slope_check_p": _num(c.slope_check_p),
+            "caveats": list(c.caveats)}
 
 
 def _variant_json(v) -> dict:
@@ -74,6 +79,13 @@ def _variant_json(v) -> dict:
     }
 
 
+def _variant_note(r: RaterReport) -> str | None:
+    """The note the judge's leaderboard carries when its variants' leaderboard metrics are printed
+    on too few models (:func:`analysis.judging.meta_metrics.few_models_note`): the same numbers, the same note."""
+    shown = [v.leaderboard.n_models for v in r.variants if v.leaderboard is not None and v.leaderboard.spearman is not None]
+    return few_models_note(min(shown)) if shown else None
+
+
 def judging_json(r: RaterReport) -> dict:
     """``leaderboard``, ``variants``, ``best_variant``, ``annotator`` (and ``panel_members``) of one rater."""
     lb = r.leaderboard
@@ -95,6 +107,7 @@ def judging_json(r: RaterReport) -> dict:
         "best_variant_rule": BEST_RULE if r.best_variant is not None else None,
         "annotator": _plain(r.annotator),
         "reference": r.reference,  # the rater its agreement, self-preference and leaderboard are measured against
+        "variant_note": _variant_note(r),
     }
     if r.panel_members:
         out["panel_members"] = list(r.panel_members)
@@ -118,10 +131,10 @@ def _controlled_row(name: str, j: dict) -> dict:
         return {**raw, **dict.fromkeys(("coef", "ci", "p", "ci_prompt", "slope", "n_rows", "n_judges"), "-"),
                 "note": _NO_FAMILY if j.get("panel_members") else _NO_REFERENCE}
     return {
-        **raw, "coef": _fmt(c["coef"]), "ci": _fmt_ci(c["ci"]), "p": _fmt(c["p"], 4),
+        **raw, "coef": _fmt(c["coef"]), "ci": f"{_fmt_ci(c['ci'])} by {c['cluster']}" if c["ci"] else "-", "p": _fmt(c["p"], 4),
         "ci_prompt": _fmt_ci(c["ci_by_prompt"]) if c["ci_by_prompt"] else "-",
         "slope": f"{_fmt(c['slope'])} {_fmt_ci(c['slope_ci'])}" if c["slope"] is not None else "-",
-        "n_rows": c["n_rows"], "n_judges": c["n_judges"], "note": c["note"],
+        "n_rows": c["n_rows"], "n_judges": c["n_judges"], "note": c["note"], "caveats": c.get("caveats") or [],
     }
 
 
@@ -211,6 +224,7 @@ def judging_context(judges: dict) -> dict:
         "cards": [_card_row(name, j["annotator"]) for name, j in judges.items() if j["annotator"] is not None],
         "read_which": READ_WHICH, "specification": SPECIFICATION, "best_rule": BEST_RULE,
         "unclear": _unclear(llm),
+        "variant_notes": [{"rater": name, "note": j["variant_note"]} for name, j in llm.items() if j.get("variant_note")],
         "panel": judges[panel]["panel_members"] if panel else None,
         "panel_name": panel,
         "panel_view": _panel_view(judges[panel].get("panel")) if panel else None,

@@ -122,12 +122,13 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
     # Self-family only from the controlled term (strength, sharpness, position and length held
     # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
     c = r.controlled
-    if c is not None and c.coef is not None and _excludes_zero(c.ci):
+    if c is not None and c.coef is not None and c.ci and c.flagged:  # Holm-adjusted over the judges
         ci = (even_choice(c.ci[0]), even_choice(c.ci[1]))
         found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
                              f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
-                             f"and length lean held fixed: {abs(100 * even_choice(c.coef)):.0f} points "
-                             f"{_points(ci)}", even_choice(c.coef), ci))
+                             f"and length lean held fixed"
+                             + (", beyond the other judges' lean for that family" if c.shared is not None else "")
+                             + f": {abs(100 * even_choice(c.coef)):.0f} points {_points(ci)}", even_choice(c.coef), ci))
     return max(found, key=lambda f: abs(f.size), default=None)
 
 

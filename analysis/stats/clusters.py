@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CLUSTERS", "Clustering", "cluster_codes", "cluster_groups", "item_clusters", "per_cluster", "row_clusters"]
+__all__ = ["CLUSTERS", "Clustering", "cluster_codes", "cluster_groups", "item_clusters", "per_cluster", "prompt_column",
+           "row_clusters"]
 
 
 CLUSTERS = ("pair", "prompt")
@@ -47,7 +48,8 @@ def cluster_codes(groups) -> np.ndarray:
     return codes
 
 
-def _prompt_column(frame: pd.DataFrame) -> pd.Series | None:
+def prompt_column(frame: pd.DataFrame) -> pd.Series | None:
+    """Each row's prompt: its ``prompt_id``, else its prompt text; None when no row has one."""
     prompt = None
     for name in ("prompt_id", "prompt"):
         if name in frame.columns:
@@ -68,7 +70,7 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
     if cluster not in (None, *CLUSTERS):
         raise ValueError(f"unknown cluster {cluster!r}; use one of {', '.join(CLUSTERS)}")
     pair = frame["pair_id"] if "pair_id" in frame.columns and frame["pair_id"].notna().any() else None
-    prompt = _prompt_column(frame)
+    prompt = prompt_column(frame)
     if cluster is None:
         if prompt is not None:
             if pair is not None:
