@@ -53,3 +53,66 @@ def high_water():
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
 """
+
+
+def run_module(module: str, *args: str, cwd=None, env: dict[str, str] | None = None):
+    """``python -m module args`` run in this process: a CompletedProcess with the exit code and
+    what the command wrote to stdout and stderr, without a fresh interpreter's seconds of imports.
+
+    As in a child: sys.argv is the module's file and the arguments, warnings print to stderr
+    under Python's default filters, help wraps at 80 columns, an uncaught exception is a
+    traceback on stderr and exit code 1. For a test of the command's behaviour; a test of the
+    process itself (a signal, an import's cost, a console script) starts a real one."""
+    import contextlib
+    import importlib
+    import importlib.util
+    import io
+    import os
+    import runpy
+    import subprocess
+    import sys
+    import traceback
+    import warnings
+
+    out, err = io.StringIO(), io.StringIO()
+    package = importlib.util.find_spec(module).submodule_search_locations is not None
+    target = f"{module}.__main__" if package else module
+    argv0 = importlib.util.find_spec(target).origin
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    saved_env = {k: os.environ.get(k) for k in {**(env or {}), "COLUMNS": ""}}
+    code = 0
+    try:
+        sys.argv = [argv0, *map(str, args)]
+        os.environ.update({"COLUMNS": "80", **(env or {})})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()  # a child's filters: the defaults, not pytest's recording
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.simplefilter("default", append=True)
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: \
+                sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+            try:
+                if package:
+                    runpy.run_module(target, run_name="__main__", alter_sys=False)
+                else:
+                    code = importlib.import_module(module).main(list(map(str, args)))
+            except SystemExit as exc:
+                code = exc.code
+            except Exception:
+                traceback.print_exc()
+                code = 1
+            if isinstance(code, str):  # sys.exit("message"): the message on stderr, exit code 1
+                print(code, file=sys.stderr)
+                code = 1
+            sys.stdout.flush()
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess([module, *args], code or 0, out.getvalue(), err.getvalue())
