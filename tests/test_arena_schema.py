@@ -17,7 +17,6 @@ import uuid
 
 from app_process import ROOT, AppProcess
 import httpx
-import psycopg
 import pytest
 
 from arena.battles import Arena
@@ -116,6 +115,8 @@ def _older_store(kind: str, commit: str, tmp_path, pg_cluster_factory) -> str:
         return f"sqlite:///{path}"
     cluster = pg_cluster_factory()
     url = cluster.create_database()
+    import psycopg
+
     with psycopg.connect(f"host=127.0.0.1 port={cluster.port} user=postgres dbname={url.rsplit('/', 1)[1]}") as conn:
         conn.execute((DATA / f"arena_store_{commit}.pg.sql").read_text())  # no parameters: a script of statements
     return url

@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import torch
 
 from pairlab.backends.base import BackendError, GenerationParams
 from pairlab.models import family_of, get_model, resolve
@@ -118,6 +117,8 @@ def test_concurrent_streams_keep_their_seeds(smollm, gemma):
 
 
 def test_sampling_ignores_torch_global_rng(smollm):
+    import torch
+
     alone = _streamed(smollm, 5)
     torch.manual_seed(123)
     torch.rand(1000)

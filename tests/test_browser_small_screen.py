@@ -12,7 +12,6 @@ import sqlite3
 
 from app_process import ROOT, AppProcess
 import httpx
-from playwright.sync_api import sync_playwright
 import pytest
 
 from test_arena_campaign import JUDGE, write_campaign
@@ -51,6 +50,8 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield chromium

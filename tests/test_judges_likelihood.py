@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from pairlab.records import read_pairs, read_records
 
@@ -31,6 +30,8 @@ def smollm():
 
 def _one_row(model, context: str, answer: str) -> tuple[float, int]:
     """The slow twin: one unpadded forward pass, log-softmax, the answer's tokens summed."""
+    import torch
+
     add = model._encode_flags([context])
     ctx = model.tokenizer(context, add_special_tokens=add).input_ids
     tail = model._tail(context, ctx, answer, add)

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from pairlab.records import Pair, make_pair_id, read_pairs, read_records, write_records
 from judges import run as run_cli
@@ -161,6 +160,8 @@ def test_generate_mode_with_the_embedded_judge_gives_verdicts_and_says_how(smoll
 
 def test_sigkill_then_rerun_gives_each_record_once_and_the_same_bytes(smollm, pairs, pairs_file, tmp_path,
                                                                       letter_template):
+    import torch
+
     # A verdict-first template: this small judge answers with a letter, so generate mode yields records.
     letter = get_template(str(letter_template))
     reference = tmp_path / "reference.jsonl"
