@@ -36,7 +36,8 @@ TIERS = {
     "process": "starts a process: the app, a model server, or a fresh Python interpreter",
     "simulation": "a coverage or power simulation: many replicates of a fit",
 }
-FIXTURE_TIERS = {"smollm": "model", "gemma": "model", "pg_cluster": "postgres", "chromium": "browser"}
+FIXTURE_TIERS = {"smollm": "model", "gemma": "model", "pg_cluster": "postgres", "chromium": "browser",
+                 "judge_server": "process"}
 
 
 def pytest_configure(config):
@@ -95,7 +96,9 @@ def _fast_tier_guard(request, monkeypatch):
             spec = pairlab.models.resolve(name, *a[:1], **{k: v for k, v in kw.items() if k == "config"})
         except Exception:  # a name or config the test expects to be refused: let get_model say so
             return get_model(name, backend, *a, **kw)
-        if (backend or spec.backend) in ("transformers", "vllm"):  # weights in this process
+        kind, _, where = spec.source.partition(":")
+        missing = kind in ("hf", "gguf") and not os.path.exists(where)  # a load that must fail, cheaply
+        if (backend or spec.backend) in ("transformers", "vllm") and not missing:  # weights in this process
             refuse(f"loads model {name}", "model")
         return get_model(name, backend, *a, **kw)
 
@@ -148,6 +151,16 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'votes.db'}"
     return request.getfixturevalue("pg_cluster").create_database()
+
+
+@pytest.fixture
+def judge_server():
+    """``judge_server(*options)``: a context manager that starts tests/judge_sim.py's simulated
+    judge (an OpenAI-compatible server with a latency distribution) in its own process and
+    yields its base URL."""
+    from judge_sim import sim_server
+
+    return sim_server
 
 
 @pytest.fixture(scope="session")

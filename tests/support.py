@@ -56,7 +56,8 @@ def high_water():
 
 
 def run_module(module: str, *args: str, cwd=None, env: dict[str, str] | None = None):
-    """``python -m module args`` run in this process: a CompletedProcess with the exit code and
+    """``python -m module args`` (or ``python module args`` for a script's path, ``module`` ending
+    in ``.py``) run in this process: a CompletedProcess with the exit code and
     what the command wrote to stdout and stderr, without a fresh interpreter's seconds of imports.
 
     As in a child: sys.argv is the module's file and the arguments, warnings print to stderr
@@ -75,9 +76,10 @@ def run_module(module: str, *args: str, cwd=None, env: dict[str, str] | None = N
     import warnings
 
     out, err = io.StringIO(), io.StringIO()
-    package = importlib.util.find_spec(module).submodule_search_locations is not None
+    script = module.endswith(".py")
+    package = not script and importlib.util.find_spec(module).submodule_search_locations is not None
     target = f"{module}.__main__" if package else module
-    argv0 = importlib.util.find_spec(target).origin
+    argv0 = os.path.join(cwd or ".", module) if script else importlib.util.find_spec(target).origin
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     saved_env = {k: os.environ.get(k) for k in {**(env or {}), "COLUMNS": ""}}
     code = 0
@@ -94,7 +96,9 @@ def run_module(module: str, *args: str, cwd=None, env: dict[str, str] | None = N
             warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: \
                 sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
             try:
-                if package:
+                if script:
+                    runpy.run_path(argv0, run_name="__main__")
+                elif package:
                     runpy.run_module(target, run_name="__main__", alter_sys=False)
                 else:
                     code = importlib.import_module(module).main(list(map(str, args)))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pairlab.records import read_pairs, read_records
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
@@ -100,9 +101,8 @@ def test_likelihood_verdict_is_per_byte_of_text_not_per_token():
 
 
 def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
-                           "openai:http://127.0.0.1:9/v1#judge", "--mode", "likelihood",
-                           "--out", str(tmp_path / "o.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_module("judges.run", "--pairs", str(OBVIOUS), "--judge", "openai:http://127.0.0.1:9/v1#judge",
+                      "--mode", "likelihood", "--out", str(tmp_path / "o.jsonl"), cwd=ROOT)
     assert done.returncode == 2
     assert "--mode likelihood" in done.stderr and "transformers" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()

@@ -15,6 +15,7 @@ from judges.manifest import library_versions, reproducibility_facts
 from judges.reproduce import compare_records, differing_facts, sample_chunks
 from judges.runner import _Pace
 from pairlab.records import Record
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
@@ -117,8 +118,7 @@ def test_the_weights_precision_is_an_option_that_reaches_the_model():
 
 
 def test_a_server_judge_is_refused_a_precision_it_cannot_set(tmp_path):
-    server = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
-                             "openai:http://127.0.0.1:9/v1#judge", "--dtype", "float32", "--out",
-                             str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    server = run_module("judges.run", "--pairs", str(OBVIOUS), "--judge", "openai:http://127.0.0.1:9/v1#judge",
+                        "--dtype", "float32", "--out", str(tmp_path / "s.jsonl"), cwd=ROOT)
     assert server.returncode == 2 and "--dtype is for local judges" in server.stderr
     assert not (tmp_path / "s.jsonl").exists()
