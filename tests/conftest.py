@@ -31,7 +31,7 @@ collect_ignore = [] if os.environ.get("PAIRLAB_VLLM_TESTS") else ["test_vllm_cpu
 # What each resource is called as a marker, and the fixtures that bring it.
 TIERS = {
     "model": "loads a real model (the smollm or gemma fixture, or get_model)",
-    "postgres": "uses a PostgreSQL cluster (the pg_cluster fixture, store_url's postgresql parameter)",
+    "postgres": "uses a PostgreSQL cluster (the pg_cluster fixture, a parameter whose value is 'postgresql')",
     "browser": "drives Chromium through Playwright (the chromium fixture)",
     "process": "starts a process: the app, a model server, or a fresh Python interpreter",
     "simulation": "a coverage or power simulation: many replicates of a fit",
@@ -51,7 +51,7 @@ def _tiers(item) -> set[str]:
     names = set(getattr(item, "fixturenames", ()))
     found = {tier for fixture, tier in FIXTURE_TIERS.items() if fixture in names}
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("store_url") == "postgresql":
+    if callspec is not None and "postgresql" in callspec.params.values():  # store_url's side, or a store kind
         found.add("postgres")
     found.update(mark.name for mark in item.iter_markers() if mark.name in TIERS)
     return found

@@ -19,7 +19,7 @@ from arena.store import VoteStore
 from pairlab.backends.base import GenerationParams
 from pairlab.models import get_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 
 

@@ -74,7 +74,7 @@ def test_replicas_started_at_once_on_an_empty_store_all_serve(kind, tmp_path, re
         _check_all_serve(_open_together(url))
 
 
-@pytest.mark.slow
+@pytest.mark.process
 def test_three_app_processes_started_at_once_on_an_empty_database_all_serve(pg_cluster, tmp_path):
     """Three ``app.py`` processes, as an orchestrator starts replicas, on a new PostgreSQL
     database; with no models configured they serve the prompt set, so no model loads."""

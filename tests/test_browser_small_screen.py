@@ -17,7 +17,7 @@ import pytest
 from test_arena_campaign import JUDGE, write_campaign
 from test_browser_arena import CHROMIUM, CHROMIUM_ARGS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.process]
 PHONE = {"width": 390, "height": 844}
 
 

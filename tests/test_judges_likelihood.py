@@ -43,7 +43,7 @@ def _one_row(model, context: str, answer: str) -> tuple[float, int]:
     return float(logp[rows, ids[0, len(ctx):]].sum()), len(tail)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
     context = smollm.render([{"role": "user", "content": "What is the capital of France?"}])
     answers = ["Paris.", "The capital of France is Paris, a city on the Seine with many museums.", "Berlin",
@@ -57,7 +57,8 @@ def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
     assert [t for t, _ in batched] == pytest.approx(smollm.score([context], answers)[0], abs=1e-3)
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.process
 def test_likelihood_mode_gives_both_orders_one_verdict_and_tells_obvious_pairs_apart(tmp_path):
     pairs_file = tmp_path / "obvious.jsonl"
     pairs_file.write_text(OBVIOUS.read_text() + MORE.read_text())
@@ -108,7 +109,7 @@ def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
     assert not (tmp_path / "o.jsonl").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_path, smollm):
     from judges.runner import JudgeConfig, judge_pairs
     from judges.run_files import RunFiles
@@ -126,7 +127,7 @@ def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_pat
     assert "context window" in failure["parse_error"]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_logprob_mode_refuses_a_judge_prompt_past_the_window_as_likelihood_mode_does(tmp_path, smollm):
     """Logprob mode read a verdict from a prompt past the judge's positions (RoPE answers from
     positions it never learned); now such a pair is a failure record, the other pair judged."""

@@ -17,7 +17,7 @@ from judges.run_files import RunFiles
 from judges.templates import BUILTIN, get_template
 from support import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE = "smollm2-135m-instruct"

@@ -65,7 +65,8 @@ def test_a_job_slower_than_the_limit_is_said_to_be_slow_after_the_first_judgment
     assert quiet == []
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.process
 def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
     out = tmp_path / "v.jsonl"
     run = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
@@ -97,7 +98,7 @@ def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
 
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_weights_precision_is_an_option_that_reaches_the_model():
     """--dtype: vLLM on CPU loads bfloat16 where transformers loads float32 (prob_a 0.01 apart on
     the same judge); the precision is an option, recorded as the judge's dtype (a rerun with

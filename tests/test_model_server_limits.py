@@ -3,7 +3,7 @@
 import pytest
 
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 CHAT = "/v1/chat/completions"
 

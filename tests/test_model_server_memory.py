@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parents[1]
 N_TOKENS = 1600
