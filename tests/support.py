@@ -14,11 +14,26 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+def patience() -> float:
+    """How many times longer than on an idle machine a wait may take: the load per CPU, at
+    least 1. The suite runs on machines that are busy with other work (a second suite beside
+    it); a deadline is the bound of a hang, not a measure of speed."""
+    import os
+
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this OS
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
+
+
 def wait_until(condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.02,
                what: str = "the condition") -> T:
     """Call ``condition`` until it returns something true, and return that; an
-    AssertionError naming ``what`` once ``timeout`` seconds have passed. Exceptions raised
-    by ``condition`` propagate (pass a condition that catches what it expects)."""
+    AssertionError naming ``what`` once ``timeout`` seconds (times :func:`patience`) have
+    passed. Exceptions raised by ``condition`` propagate (pass a condition that catches what
+    it expects)."""
+    timeout *= patience()
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
