@@ -1,4 +1,6 @@
 # Two commands on a fresh machine: `make demo` and `make test`. Everything else is here.
+# `make test-fast` is the tier to run while changing code: no model, browser, PostgreSQL,
+# process of its own or coverage simulation (tests/conftest.py says which tests those are).
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -8,7 +10,7 @@ CHROMIUM := /usr/bin/chromium
 # Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
 INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/postgresql/bin/initdb)
 
-.PHONY: demo test test-vllm wheel-check prepare browser postgres bench report report-alpaca clean
+.PHONY: demo test test-fast test-vllm wheel-check prepare browser postgres bench report report-alpaca clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +43,9 @@ demo: prepare
 
 test: prepare browser postgres wheel-check
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # vLLM's CPU build in a virtualenv of its own (it pins its own transformers and torch stack), and
 # the tests that run `--backend vllm` and a vLLM server against the transformers backend. Not part

@@ -5,14 +5,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import wait_until
+from support import run_module, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_app(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, str(ROOT / "app.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    return run_module(str(ROOT / "app.py"), *args, cwd=cwd)
 
 
 def one_error_line(out) -> str:
@@ -35,6 +34,7 @@ finally:
 """
 
 
+@pytest.mark.process  # what a fresh interpreter has imported when it exits
 def test_missing_config_is_one_line_before_loading_anything(tmp_path):
     out = subprocess.run([sys.executable, "-c", _IMPORTED_AT_EXIT, str(ROOT / "app.py"), "--config",
                           str(tmp_path / "missing.toml")], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -73,6 +73,7 @@ def test_campaign_verdicts_that_miss_a_pick_are_one_line(tmp_path):
     assert "gave no verdict on 1 of the 16 picks" in one_error_line(out)
 
 
+@pytest.mark.process
 def test_the_app_says_which_address_to_open_once_it_listens(tmp_path):
     from app_process import AppProcess
 
@@ -86,7 +87,6 @@ def test_the_app_says_which_address_to_open_once_it_listens(tmp_path):
 
 @pytest.mark.parametrize("command", [["app.py"], ["-m", "arena.export"]])
 def test_help_says_what_the_command_does_in_plain_words(command):
-    out = subprocess.run([sys.executable, *command, "--help"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    out = run_module(*command[-1:], "--help", cwd=ROOT, env={"COLUMNS": "200"}).stdout
     assert "``" not in out  # docstring markup, which repeated the usage line instead of a description
     assert "Example: " in out

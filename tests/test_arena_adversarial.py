@@ -20,7 +20,7 @@ from arena.leaderboard import compute
 from arena.store import VoteStore
 from pairlab.records import Pair, make_pair_id, read_pairs, write_records
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")

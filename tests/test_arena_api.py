@@ -3,20 +3,22 @@
 import threading
 
 from app_process import ROOT
-from fastapi.testclient import TestClient
 import pytest
 from support import wait_until
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.store import VoteStore
-from arena.web import build_app
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 
 
 @pytest.fixture
 def app(tmp_path):
+    from fastapi.testclient import TestClient  # the arena's web stack (Gradio): imported when a test runs
+
+    from arena.web import build_app
+
     config = ArenaConfig(db=f"sqlite:///{tmp_path / 'votes.db'}", pairs=PAIRS, rate_limit=6)
     store = VoteStore(config.db)
     arena = Arena(config, store, {})
@@ -45,6 +47,8 @@ def test_battle_then_vote_reveals_names_once(app):
 def test_votes_from_another_session_or_on_unknown_battles_are_refused(app):
     client, arena = app
     battle = client.post("/arena-api/battles").json()
+    from fastapi.testclient import TestClient
+
     other = TestClient(client.app)
     refused = other.post("/arena-api/votes", json={"battle_id": battle["battle_id"], "choice": "a"})
     assert refused.status_code == 404 and "not served to you" in refused.json()["error"]

@@ -12,7 +12,7 @@ from arena.config import ArenaConfig
 from arena.errors import NotReady, Refused, UnknownBattle
 from pairlab.backends.base import GenerationParams
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture

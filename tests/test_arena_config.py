@@ -64,17 +64,15 @@ def test_new_settings_load_and_bad_ones_are_refused(tmp_path):
 def test_rating_the_prompt_set_that_ships_with_the_repository_is_refused(tmp_path):
     # Its pairs file names the model behind every fixed answer: rated, any voter could steer.
     import shutil
-    import subprocess
-    import sys
 
     from app_process import free_port
+    from support import run_module
 
     public = ROOT / "data" / "prompts_pairs.jsonl"
     config = tmp_path / "arena.toml"
     config.write_text(f'[arena]\nmodels = []\npairs = "{public}"\nprompt_set_rated = true\n')
-    done = subprocess.run([sys.executable, str(ROOT / "app.py"), "--config", str(config), "--db",
-                           f"sqlite:///{tmp_path / 'v.db'}", "--port", str(free_port())],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_module(str(ROOT / "app.py"), "--config", str(config), "--db", f"sqlite:///{tmp_path / 'v.db'}",
+                      "--port", str(free_port()), cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "closed panels with private pairs" in done.stderr and str(public) in done.stderr
     private = shutil.copy(public, tmp_path / "panel_pairs.jsonl")  # a private copy is the panel's own

@@ -21,7 +21,7 @@ from support import wait_until
 from arena.leaderboard import compute
 from arena.store import VoteStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")

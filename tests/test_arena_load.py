@@ -14,7 +14,7 @@ import pytest
 
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.process
 
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"  # the curated prompt set's pre-generated answers
 

@@ -10,18 +10,16 @@ voted on.
 import threading
 
 from app_process import ModelServer
-from fastapi.testclient import TestClient
 import pytest
 from support import wait_until
 
 from arena.battles import Arena
 from arena.config import ArenaConfig
 from arena.store import VoteStore
-from arena.web import build_app
 from pairlab.backends.base import GenerationParams
 from pairlab.models import get_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
@@ -36,6 +34,18 @@ def servers(tmp_path_factory):
     finally:
         for server in started:
             server.stop()
+
+
+def TestClient(app):  # the web stack is imported when a test runs, not when the suite is collected
+    from fastapi.testclient import TestClient as Client
+
+    return Client(app)
+
+
+def build_app(*args, **kwargs):
+    from arena.web import build_app as build
+
+    return build(*args, **kwargs)
 
 
 def make_app(tmp_path, names, max_new_tokens):

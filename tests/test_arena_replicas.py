@@ -14,7 +14,7 @@ from arena.store import VoteStore
 from pairlab.backends.base import GenerationParams
 from vote_load import assert_each_vote_once, vote_through_a_sigkill
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.process
 PAIRS = ROOT / "data" / "prompts_pairs.jsonl"
 
 

@@ -17,7 +17,6 @@ import uuid
 
 from app_process import ROOT, AppProcess
 import httpx
-import psycopg
 import pytest
 
 from arena.battles import Arena
@@ -75,7 +74,7 @@ def test_replicas_started_at_once_on_an_empty_store_all_serve(kind, tmp_path, re
         _check_all_serve(_open_together(url))
 
 
-@pytest.mark.slow
+@pytest.mark.process
 def test_three_app_processes_started_at_once_on_an_empty_database_all_serve(pg_cluster, tmp_path):
     """Three ``app.py`` processes, as an orchestrator starts replicas, on a new PostgreSQL
     database; with no models configured they serve the prompt set, so no model loads."""
@@ -116,6 +115,8 @@ def _older_store(kind: str, commit: str, tmp_path, pg_cluster_factory) -> str:
         return f"sqlite:///{path}"
     cluster = pg_cluster_factory()
     url = cluster.create_database()
+    import psycopg
+
     with psycopg.connect(f"host=127.0.0.1 port={cluster.port} user=postgres dbname={url.rsplit('/', 1)[1]}") as conn:
         conn.execute((DATA / f"arena_store_{commit}.pg.sql").read_text())  # no parameters: a script of statements
     return url

@@ -2,8 +2,6 @@
 
 import json
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +15,7 @@ from arena.export import main as export_main
 from arena.sessions import Voter
 from arena.store import VoteStore
 from pairlab.records import Pair, Record, make_pair_id, read_records, write_records
-from support import wait_until
+from support import run_module, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -206,11 +204,13 @@ def test_export_refuses_a_missing_sqlite_file(tmp_path):
 
 
 def test_cli_help_documents_the_contract():
-    out = subprocess.run([sys.executable, "-m", "arena.export", "--help"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    done = run_module("arena.export", "--help", cwd=ROOT)
+    assert done.returncode == 0
+    out = done.stdout
     assert "--db" in out and "--out" in out and "records" in out and "fastchat" in out
-    out = subprocess.run([sys.executable, "app.py", "--help"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    done = run_module("app.py", "--help", cwd=ROOT)
+    assert done.returncode == 0
+    out = done.stdout
     for flag in ("--config", "--db", "--host", "--port"):
         assert flag in out
 

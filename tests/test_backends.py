@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import torch
 
 from pairlab.backends.base import BackendError, GenerationParams
 from pairlab.models import family_of, get_model, resolve
@@ -27,6 +26,7 @@ COUNTING = "Count: 1, 2, 3, 4, 5,"
 NEAR_TIE_NATS = 0.1
 
 
+@pytest.mark.model  # the model fixture is asked for by name
 @pytest.mark.parametrize("fixture", ["smollm", "gemma"])
 def test_stream_joins_to_the_generated_text(request, fixture):
     model = request.getfixturevalue(fixture)
@@ -55,6 +55,7 @@ def _first_split(model, prompt, one: str, other: str) -> tuple[float, float] | N
     return x, y
 
 
+@pytest.mark.model  # the model fixture is asked for by name
 @pytest.mark.parametrize("fixture", ["smollm", "gemma"])
 def test_batch_left_padding_keeps_the_answer(request, fixture):
     """QUESTION is left-padded beside a longer prompt. An honest padded row computes the
@@ -118,6 +119,8 @@ def test_concurrent_streams_keep_their_seeds(smollm, gemma):
 
 
 def test_sampling_ignores_torch_global_rng(smollm):
+    import torch
+
     alone = _streamed(smollm, 5)
     torch.manual_seed(123)
     torch.rand(1000)
@@ -161,6 +164,8 @@ def test_score_single_token_matches_multi_token_path(smollm):
         assert f == pytest.approx(s[:2], abs=1e-4)
 
 
+@pytest.mark.model
+@pytest.mark.process  # a cold and a warm start of the cache, each in a fresh interpreter
 def test_cache_makes_the_second_load_fast(tmp_path):
     """A cold load converts the GGUF; a warm one reads the cached safetensors and converts
     nothing (a conversion in the warm process fails it)."""

@@ -14,7 +14,7 @@ import pytest
 from arena.config import DEFAULT_CONFIG
 from test_browser_arena import CHROMIUM, browser_page  # noqa: F401  (a fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.process]
 PAGES = ["/", "/side-by-side", "/leaderboard"]
 
 

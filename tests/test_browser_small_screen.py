@@ -12,13 +12,12 @@ import sqlite3
 
 from app_process import ROOT, AppProcess
 import httpx
-from playwright.sync_api import sync_playwright
 import pytest
 
 from test_arena_campaign import JUDGE, write_campaign
 from test_browser_arena import CHROMIUM, CHROMIUM_ARGS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.process]
 PHONE = {"width": 390, "height": 844}
 
 
@@ -51,6 +50,8 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield chromium

@@ -46,6 +46,7 @@ def covered(table, truth) -> np.ndarray:
     return (t["lower"].to_numpy() <= truth) & (truth <= t["upper"].to_numpy())
 
 
+@pytest.mark.simulation
 def test_bt_intervals_cover_when_clustered_by_prompt_and_not_by_pair():
     truth, rng = true_ratings(), np.random.default_rng(0)
     hits = {"pair": [], "prompt": []}
@@ -60,6 +61,7 @@ def test_bt_intervals_cover_when_clustered_by_prompt_and_not_by_pair():
     assert coverage["pair"] < 0.93, coverage
 
 
+@pytest.mark.simulation
 def test_ppi_intervals_cover_when_clustered_by_prompt_and_not_by_pair():
     """People (two votes a pair) on half the pairs, a judge that reads quality less sharply and
     favours m0 over m4 on every pair: PPI++ on people's scale."""

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -14,6 +12,7 @@ import pytest
 from row_reader import load_records
 from analysis.ratings import CENTRE, ELO_SCALE, rate
 from reference_bt import reference_bradley_terry
+from support import run_module
 from pairlab.records import Record, make_pair_id, read_records, write_records
 from judges.templates import BUILTIN, TemplateError, load_template_file
 from judges.verdicts import VerdictError, parse_verdict, strength_from_label, winner_from_label
@@ -117,13 +116,14 @@ def test_strong_verdicts_weigh_three_times_in_bradley_terry():
 
 def test_cli_flag(tmp_path):
     write_records(tmp_path / "v.jsonl", _graded())
-    cmd = [sys.executable, "-m", "analysis.ratings", "--votes", str(tmp_path / "v.jsonl"), "--json"]
-    plain = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    weighted = json.loads(subprocess.run(cmd + ["--weight-strong", "3"], capture_output=True, text=True, check=True).stdout)
-    assert plain["ratings"] != weighted["ratings"]
-    bad = subprocess.run(cmd + ["--method", "elo", "--weight-strong", "3"], capture_output=True, text=True)
+    cmd = ["--votes", str(tmp_path / "v.jsonl"), "--json"]
+    plain = run_module("analysis.ratings", *cmd)
+    weighted = run_module("analysis.ratings", *cmd, "--weight-strong", "3")
+    assert plain.returncode == weighted.returncode == 0, plain.stderr + weighted.stderr
+    assert json.loads(plain.stdout)["ratings"] != json.loads(weighted.stdout)["ratings"]
+    bad = run_module("analysis.ratings", *cmd, "--method", "elo", "--weight-strong", "3")
     assert bad.returncode == 2 and "--weight-strong does not apply to --method elo" in bad.stderr
-    helptext = subprocess.run(cmd[:3] + ["--help"], capture_output=True, text=True).stdout
+    helptext = run_module("analysis.ratings", "--help").stdout
     assert "--weight-strong W" in helptext and "Arena-Hard" in helptext
 
 

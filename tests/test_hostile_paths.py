@@ -23,6 +23,9 @@ import pytest
 from analysis.importers.rows import MAX_DOCUMENT, MAX_LINE
 from support import HIGH_WATER, MEASURED
 
+# Each command's own peak memory, under an address-space limit: in a process of its own.
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30  # address space for a child: far above what reading any of these needs
 RECORD = {"pair_id": "p", "prompt": "q", "model_a": "x", "model_b": "y", "response_a": "a", "response_b": "b",
@@ -42,7 +45,7 @@ def _command(name: str, path: Path, out: Path) -> list[str]:
 def run_measured(name: str, path: Path, out: Path) -> tuple[int, str, int]:
     """(exit code, stderr without the measurement, peak MB) of one command on ``path``."""
     proc = subprocess.run([sys.executable, "-c", MEASURED, *_command(name, path, out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=60, preexec_fn=_limit,
+                          capture_output=True, text=True, timeout=300, preexec_fn=_limit,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     lines = proc.stderr.splitlines()
     peak = int(lines[-1].split()[1]) if lines and lines[-1].startswith("peak_mb") else -1

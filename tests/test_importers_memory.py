@@ -75,6 +75,7 @@ def large(tmp_path_factory):
     return {"jsonl": jsonl, "json": array, "parquet": parquet, "text_bytes": jsonl.stat().st_size}
 
 
+@pytest.mark.process  # the reader's own peak memory, in a fresh interpreter
 @pytest.mark.parametrize("kind", ["jsonl", "json", "parquet"])
 def test_peak_memory_is_a_small_multiple_of_the_rows(large, kind):
     path = large[kind]

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from pairlab.records import read_pairs, read_records
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
@@ -31,6 +31,8 @@ def smollm():
 
 def _one_row(model, context: str, answer: str) -> tuple[float, int]:
     """The slow twin: one unpadded forward pass, log-softmax, the answer's tokens summed."""
+    import torch
+
     add = model._encode_flags([context])
     ctx = model.tokenizer(context, add_special_tokens=add).input_ids
     tail = model._tail(context, ctx, answer, add)
@@ -41,7 +43,7 @@ def _one_row(model, context: str, answer: str) -> tuple[float, int]:
     return float(logp[rows, ids[0, len(ctx):]].sum()), len(tail)
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
     context = smollm.render([{"role": "user", "content": "What is the capital of France?"}])
     answers = ["Paris.", "The capital of France is Paris, a city on the Seine with many museums.", "Berlin",
@@ -55,7 +57,8 @@ def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
     assert [t for t, _ in batched] == pytest.approx(smollm.score([context], answers)[0], abs=1e-3)
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.process
 def test_likelihood_mode_gives_both_orders_one_verdict_and_tells_obvious_pairs_apart(tmp_path):
     pairs_file = tmp_path / "obvious.jsonl"
     pairs_file.write_text(OBVIOUS.read_text() + MORE.read_text())
@@ -99,15 +102,14 @@ def test_likelihood_verdict_is_per_byte_of_text_not_per_token():
 
 
 def test_likelihood_mode_refuses_a_server_judge_before_any_work(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
-                           "openai:http://127.0.0.1:9/v1#judge", "--mode", "likelihood",
-                           "--out", str(tmp_path / "o.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_module("judges.run", "--pairs", str(OBVIOUS), "--judge", "openai:http://127.0.0.1:9/v1#judge",
+                      "--mode", "likelihood", "--out", str(tmp_path / "o.jsonl"), cwd=ROOT)
     assert done.returncode == 2
     assert "--mode likelihood" in done.stderr and "transformers" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_path, smollm):
     from judges.runner import JudgeConfig, judge_pairs
     from judges.run_files import RunFiles
@@ -125,7 +127,7 @@ def test_an_answer_past_the_judges_window_is_a_failure_record_not_a_hang(tmp_pat
     assert "context window" in failure["parse_error"]
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_logprob_mode_refuses_a_judge_prompt_past_the_window_as_likelihood_mode_does(tmp_path, smollm):
     """Logprob mode read a verdict from a prompt past the judge's positions (RoPE answers from
     positions it never learned); now such a pair is a failure record, the other pair judged."""

@@ -65,7 +65,8 @@ def test_a_position_following_judge_and_a_panel_of_two_are_told_not_to_be_used()
         assert blocks[name].action.startswith("Do not use"), name
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.process
 def test_judges_run_writes_order_averaged_verdicts_and_refuses_a_folder_as_out(tmp_path):
     out = tmp_path / "verdicts.jsonl"
     run = [sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge", "smollm2-135m-instruct",

@@ -93,6 +93,7 @@ def test_an_answer_cut_by_the_length_cap_ends_at_a_sentence_and_says_so():
 
 
 
+@pytest.mark.model  # the embedded models' own tokenizers
 def test_the_shipped_prompt_set_has_no_answer_cut_mid_sentence():
     # Every answer that reached the length cap (counted with its model's tokenizer) ends at a
     # sentence, or says it was cut; shorter ones ended on their own.

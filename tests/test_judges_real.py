@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from pairlab.records import Pair, make_pair_id, read_pairs, read_records, write_records
 from judges import run as run_cli
@@ -18,7 +17,7 @@ from judges.run_files import RunFiles
 from judges.templates import BUILTIN, get_template
 from support import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGE = "smollm2-135m-instruct"
@@ -161,6 +160,8 @@ def test_generate_mode_with_the_embedded_judge_gives_verdicts_and_says_how(smoll
 
 def test_sigkill_then_rerun_gives_each_record_once_and_the_same_bytes(smollm, pairs, pairs_file, tmp_path,
                                                                       letter_template):
+    import torch
+
     # A verdict-first template: this small judge answers with a letter, so generate mode yields records.
     letter = get_template(str(letter_template))
     reference = tmp_path / "reference.jsonl"

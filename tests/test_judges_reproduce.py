@@ -15,6 +15,7 @@ from judges.manifest import library_versions, reproducibility_facts
 from judges.reproduce import compare_records, differing_facts, sample_chunks
 from judges.runner import _Pace
 from pairlab.records import Record
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
@@ -64,7 +65,8 @@ def test_a_job_slower_than_the_limit_is_said_to_be_slow_after_the_first_judgment
     assert quiet == []
 
 
-@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.process
 def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
     out = tmp_path / "v.jsonl"
     run = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
@@ -96,7 +98,7 @@ def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
 
 
 
-@pytest.mark.slow
+@pytest.mark.model
 def test_the_weights_precision_is_an_option_that_reaches_the_model():
     """--dtype: vLLM on CPU loads bfloat16 where transformers loads float32 (prob_a 0.01 apart on
     the same judge); the precision is an option, recorded as the judge's dtype (a rerun with
@@ -117,8 +119,7 @@ def test_the_weights_precision_is_an_option_that_reaches_the_model():
 
 
 def test_a_server_judge_is_refused_a_precision_it_cannot_set(tmp_path):
-    server = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
-                             "openai:http://127.0.0.1:9/v1#judge", "--dtype", "float32", "--out",
-                             str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    server = run_module("judges.run", "--pairs", str(OBVIOUS), "--judge", "openai:http://127.0.0.1:9/v1#judge",
+                        "--dtype", "float32", "--out", str(tmp_path / "s.jsonl"), cwd=ROOT)
     assert server.returncode == 2 and "--dtype is for local judges" in server.stderr
     assert not (tmp_path / "s.jsonl").exists()

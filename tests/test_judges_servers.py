@@ -6,7 +6,6 @@ case runs two real ``arena.model_server`` processes of the embedded model.
 """
 
 import json
-import os
 import re
 import signal
 import socket
@@ -17,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pairlab.records import Pair, make_pair_id, read_records, write_records
-from judge_sim import sim_server, stats
-from support import answers, wait_until
+from judge_sim import stats
+from support import answers, run_module, wait_until
 from judges import generate as generate_cli
 from judges import run as run_cli
 
@@ -45,9 +44,8 @@ def pairs_file(tmp_path):
     return write
 
 
-def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judges.run", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+def cli(*args):
+    return run_module("judges.run", *args, cwd=ROOT, env={"COLUMNS": "200"})
 
 
 def keys_and_lines(out: Path) -> tuple[list, set]:
@@ -62,9 +60,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_concurrency_keeps_n_requests_in_flight_and_records_do_not_depend_on_completion_order(pairs_file, tmp_path):
+def test_concurrency_keeps_n_requests_in_flight_and_records_do_not_depend_on_completion_order(pairs_file, tmp_path,
+                                                                                              judge_server):
     pairs = pairs_file(24)
-    with sim_server("--median", "0.1", "--sigma", "1.0") as url:
+    with judge_server("--median", "0.1", "--sigma", "1.0") as url:
         judge = f"openai:{url}#sim-judge"
         assert run_cli.main(["--pairs", str(pairs), "--judge", judge, "--out", str(tmp_path / "a.jsonl"),
                              "--mode", "generate", "--concurrency", "16", "--quiet"]) == 0
@@ -82,9 +81,9 @@ def test_concurrency_keeps_n_requests_in_flight_and_records_do_not_depend_on_com
     assert manifest["throughput"]["verdicts_per_s"] > 0
 
 
-def test_logprob_mode_uses_the_same_pool_and_a_client_side_chat_template(pairs_file, tmp_path):
+def test_logprob_mode_uses_the_same_pool_and_a_client_side_chat_template(pairs_file, tmp_path, judge_server):
     pairs = pairs_file(10)
-    with sim_server("--median", "0.2") as url:
+    with judge_server("--median", "0.2") as url:
         out = tmp_path / "lp.jsonl"
         assert run_cli.main(["--pairs", str(pairs), "--judge", f"openai:{url}#sim-judge", "--out", str(out),
                              "--chat-template", "plain", "--concurrency", "8", "--quiet"]) == 0
@@ -94,9 +93,9 @@ def test_logprob_mode_uses_the_same_pool_and_a_client_side_chat_template(pairs_f
     assert len(records) == 20 and all(0 <= r.prob_a <= 1 for r in records)
 
 
-def test_sigkill_with_64_in_flight_then_rerun_loses_nothing_and_repeats_nothing(pairs_file, tmp_path):
+def test_sigkill_with_64_in_flight_then_rerun_loses_nothing_and_repeats_nothing(pairs_file, tmp_path, judge_server):
     pairs = pairs_file(100)
-    with sim_server("--median", "0.5") as url:
+    with judge_server("--median", "0.5") as url:
         judge = f"openai:{url}#sim-judge"
         reference = tmp_path / "reference.jsonl"
         assert run_cli.main(["--pairs", str(pairs), "--judge", judge, "--out", str(reference), "--mode", "generate",
@@ -107,7 +106,7 @@ def test_sigkill_with_64_in_flight_then_rerun_loses_nothing_and_repeats_nothing(
                 "--concurrency", "64", "--quiet"]
         proc = subprocess.Popen([sys.executable, "-m", "judges.run", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        wait_until(lambda: _lines(out) >= 20, 60, what="20 verdicts written")
+        wait_until(lambda: _lines(out) >= 20, 300, what="20 verdicts written")
         seen = stats(url)
         assert seen["max_in_flight"] == 64 and seen["in_flight"] > 32  # killed with the pool of requests out
         proc.send_signal(signal.SIGKILL)
@@ -123,9 +122,9 @@ def test_sigkill_with_64_in_flight_then_rerun_loses_nothing_and_repeats_nothing(
     assert manifest["counts"]["skipped_existing"] == written and manifest["counts"]["records_written"] == 200 - written
 
 
-def test_a_server_answering_429_for_a_while_slows_the_run_which_completes(pairs_file, tmp_path):
+def test_a_server_answering_429_for_a_while_slows_the_run_which_completes(pairs_file, tmp_path, judge_server):
     pairs = pairs_file(8)
-    with sim_server("--median", "0.05", "--busy", "1.5") as url:
+    with judge_server("--median", "0.05", "--busy", "1.5") as url:
         out = tmp_path / "busy.jsonl"
         assert run_cli.main(["--pairs", str(pairs), "--judge", f"openai:{url}#sim-judge", "--out", str(out),
                              "--mode", "generate", "--concurrency", "8", "--quiet"]) == 0
@@ -160,7 +159,8 @@ Which is better, A or B?
 """
 
 
-@pytest.mark.slow
+@pytest.mark.model  # two arena.model_server processes of the embedded model
+@pytest.mark.process
 def test_two_replicas_one_sigkilled_mid_run_the_other_finishes_each_judgment_once(tmp_path):
     from pairlab.weights import prepared_dir
 
@@ -198,17 +198,17 @@ def test_two_replicas_one_sigkilled_mid_run_the_other_finishes_each_judgment_onc
             proc.wait()
 
 
-def test_sigterm_closes_the_manifest_with_status_and_wall_time(pairs_file, tmp_path):
+def test_sigterm_closes_the_manifest_with_status_and_wall_time(pairs_file, tmp_path, judge_server):
     pairs = pairs_file(300)
-    with sim_server("--median", "0.5") as url:
+    with judge_server("--median", "0.5") as url:
         out = tmp_path / "out.jsonl"
         proc = subprocess.Popen([sys.executable, "-m", "judges.run", "--pairs", str(pairs), "--judge",
                                  f"openai:{url}#sim-judge", "--out", str(out), "--mode", "generate",
                                  "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: _lines(out) >= 2, 60, what="2 verdicts written")
+        wait_until(lambda: _lines(out) >= 2, 300, what="2 verdicts written")
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=30)
+        _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 143 and "run the same command again to resume" in stderr
     manifest = json.loads((tmp_path / "out.manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["signal"] == "SIGTERM"
@@ -216,8 +216,8 @@ def test_sigterm_closes_the_manifest_with_status_and_wall_time(pairs_file, tmp_p
     assert manifest["counts_so_far"]["records"] == len(out.read_text().splitlines()) >= 2
 
 
-def test_progress_moves_per_judgment_in_integers_with_verdicts_per_second(pairs_file, tmp_path):
-    with sim_server("--median", "0.05") as url:
+def test_progress_moves_per_judgment_in_integers_with_verdicts_per_second(pairs_file, tmp_path, judge_server):
+    with judge_server("--median", "0.05") as url:
         done = cli("--pairs", str(pairs_file(3)), "--judge", f"openai:{url}#sim-judge", "--out",
                    str(tmp_path / "o.jsonl"), "--mode", "generate")
     assert done.returncode == 0, done.stderr
@@ -225,8 +225,8 @@ def test_progress_moves_per_judgment_in_integers_with_verdicts_per_second(pairs_
     assert not re.search(r"\d\.\d/\d", done.stderr)  # never 4.0/6.0 pairs
 
 
-def test_mostly_unparsable_judgments_end_non_zero_saying_what_to_try(pairs_file, tmp_path, capsys):
-    with sim_server("--median", "0.02") as url:  # it answers "[RESULT] A": never mt-bench-pair's "[[A]]"
+def test_mostly_unparsable_judgments_end_non_zero_saying_what_to_try(pairs_file, tmp_path, capsys, judge_server):
+    with judge_server("--median", "0.02") as url:  # it answers "[RESULT] A": never mt-bench-pair's "[[A]]"
         code = run_cli.main(["--pairs", str(pairs_file(3)), "--judge", f"openai:{url}#sim-judge", "--out",
                              str(tmp_path / "o.jsonl"), "--mode", "generate", "--template", "mt-bench-pair",
                              "--retries", "0", "--quiet"])
@@ -242,8 +242,9 @@ def _one_error_line(err: str) -> str:
     return lines[0]
 
 
-def test_logprob_against_a_server_without_a_visible_chat_template_is_one_line_and_no_file(pairs_file, tmp_path):
-    with sim_server("--median", "0.02") as url:
+def test_logprob_against_a_server_without_a_visible_chat_template_is_one_line_and_no_file(pairs_file, tmp_path,
+                                                                                          judge_server):
+    with judge_server("--median", "0.02") as url:
         done = cli("--pairs", str(pairs_file(2)), "--judge", f"openai:{url}#sim-judge", "--out",
                    str(tmp_path / "o.jsonl"), "--quiet")
     assert done.returncode == 2

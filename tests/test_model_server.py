@@ -37,6 +37,7 @@ def server():
     proc.wait(timeout=30)
 
 
+@pytest.mark.process  # the server fixture: arena.model_server in a process of its own
 def test_openai_client_round_trip(server, smollm):
     client = get_model(f"openai:{server}#{MODEL}")
     assert client.list_models() == [MODEL]
@@ -59,6 +60,8 @@ def test_openai_client_round_trip(server, smollm):
     assert remote_scores[0] > remote_scores[1]
 
 
+@pytest.mark.model
+@pytest.mark.process
 def test_unknown_model_is_refused(server):
     client = get_model(f"openai:{server}#other-model")
     with pytest.raises(BackendError, match="HTTP 404"):

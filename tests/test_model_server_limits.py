@@ -1,13 +1,23 @@
 """arena.model_server refuses what it cannot honour, before any work, on the real embedded model."""
 
 import pytest
-from fastapi.testclient import TestClient
 
-from arena.model_server import build_app
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.model
 
 CHAT = "/v1/chat/completions"
+
+
+def TestClient(app):  # the web stack is imported when a test runs, not when the suite is collected
+    from fastapi.testclient import TestClient as Client
+
+    return Client(app)
+
+
+def build_app(*args, **kwargs):
+    from arena.model_server import build_app as build
+
+    return build(*args, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 ROOT = Path(__file__).resolve().parents[1]
 N_TOKENS = 1600
@@ -59,6 +58,8 @@ def test_echo_scoring_peak_memory_does_not_grow_with_the_vocabulary_times_positi
 
 
 def test_gathered_token_logprobs_equal_the_full_log_softmax(smollm):
+    import torch
+
     text = "The capital of France is Paris, and the capital of Italy is Rome."
     scored = smollm.prompt_logprobs(text)
     ids = smollm.tokenizer(text, add_special_tokens=smollm._encode_flags([text])).input_ids

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -26,13 +25,15 @@ from arena.export import to_fastchat
 from pairlab.ratable import ratable_mask
 from pairlab.records import Record, write_records
 from ratable_twin import ratable
+from support import run_module
 
 REPO = Path(__file__).resolve().parents[1]
 STRENGTH = {"strong": 1.0, "middle": 0.0, "weak": -1.0}
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert args[0] == "-m", args  # python -m MODULE ..., in this process
+    return run_module(*args[1:], cwd=REPO)
 
 
 def _ratings_cli(path: Path, out: Path) -> dict[str, float]:

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from pairlab.records import Record, write_records
+from support import run_module
 
 REPO = Path(__file__).resolve().parents[1]
 STRENGTH = {"strong": 1.0, "middle": 0.3, "weak": -0.4, "weakest": -1.0}
 
 
 def pairlab_command(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pairlab.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return run_module("pairlab.cli", *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +82,7 @@ def test_a_command_whose_module_is_missing_says_so_in_one_line(monkeypatch, caps
 def test_an_error_keeps_the_command_s_exit_code(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"pair_id": "p"}\n')
     done = pairlab_command("ratings", "--votes", str(tmp_path / "bad.jsonl"))
-    same = subprocess.run([sys.executable, "-m", "analysis.ratings", "--votes", str(tmp_path / "bad.jsonl")],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    same = run_module("analysis.ratings", "--votes", str(tmp_path / "bad.jsonl"), cwd=REPO)
     # The same message, each under the name the user typed.
     assert done.returncode == same.returncode == 2 and done.stderr.startswith("pairlab ratings: error:")
     assert done.stderr.replace("pairlab ratings", "python -m analysis.ratings") == same.stderr
@@ -137,6 +136,7 @@ print(sorted({m.split(".")[0] for m in sys.modules} & {"torch", "gradio", "trans
 """
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_the_analysis_imports_no_ui_model_or_database_library(votes):
     done = subprocess.run([sys.executable, "-c", _LIGHT, str(votes)], cwd=REPO, capture_output=True, text=True,
                           timeout=300)

@@ -99,6 +99,7 @@ def replicate(judge: str, reps: int, n: int, budget: int, seed: int, *, weighted
             float(np.median(predicted)))
 
 
+@pytest.mark.simulation
 def test_active_picks_cover_people_strengths_and_are_narrower_than_uniform():
     cover, width, predicted = replicate("confident", reps=80, n=2000, budget=200, seed=1)
     assert 0.93 <= cover["active"] <= 0.97, cover
@@ -107,6 +108,7 @@ def test_active_picks_cover_people_strengths_and_are_narrower_than_uniform():
     assert ratio < 0.95, ratio
 
 
+@pytest.mark.simulation
 def test_without_the_inverse_probability_weighting_coverage_falls():
     cover, _, _ = replicate("confident", reps=30, n=2000, budget=200, seed=2, weighted=False,
                             confident=0.8, bias=0.9)
@@ -115,6 +117,7 @@ def test_without_the_inverse_probability_weighting_coverage_falls():
     assert cover["active"] < 0.93 <= cover["uniform"], cover
 
 
+@pytest.mark.simulation
 def test_uninformative_judge_active_picks_are_never_wider_than_uniform():
     cover, width, _ = replicate("uninformative", reps=25, n=2000, budget=400, seed=3)
     ratio = np.median(width["active"] / width["uniform"])
@@ -122,6 +125,7 @@ def test_uninformative_judge_active_picks_are_never_wider_than_uniform():
     assert cover["active"] >= 0.9, cover
 
 
+@pytest.mark.simulation
 def test_calibrated_probabilities_make_active_picks_at_least_15_percent_narrower():
     _, width, predicted = replicate("calibrated", reps=20, n=2000, budget=200, seed=4)
     ratio = np.median(width["active"] / width["uniform"])

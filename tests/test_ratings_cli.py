@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +11,13 @@ import pandas as pd
 import pytest
 
 from pairlab.records import Record, write_records
+from support import run_module
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis.ratings", *args], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    return run_module("analysis.ratings", *args, cwd=REPO)
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from pairlab.records import Record, make_pair_id, write_records
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_module(module, *args, cwd=ROOT)
 
 
 def _both_orders(n_pairs: int, winner: str, judge: str = "always-a") -> list[Record]:

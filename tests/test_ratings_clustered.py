@@ -77,11 +77,13 @@ def coverage() -> dict[str, float]:
     return {kind: count / (DATA_SETS * len(THETA)) for kind, count in hits.items()}
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("kind", ["sandwich", "bootstrap"])
 def test_pair_clustered_intervals_cover_the_true_rating_92_to_98_percent_of_the_time(coverage, kind):
     assert 0.92 <= coverage[kind] <= 0.98, coverage
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("kind", ["sandwich", "bootstrap"])
 def test_intervals_that_treat_votes_as_independent_undercover(coverage, kind):
     # The intervals before pair clustering: the test above would catch them.

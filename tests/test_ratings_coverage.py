@@ -53,6 +53,7 @@ def coverage() -> dict[str, float]:
     return {kind: count / (DATA_SETS * len(THETA)) for kind, count in hits.items()}
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("kind", ["bootstrap", "sandwich"])
 def test_95_percent_intervals_cover_the_true_rating_92_to_98_percent_of_the_time(coverage, kind):
     assert 0.92 <= coverage[kind] <= 0.98, coverage

@@ -21,6 +21,7 @@ from analysis.ratings import rate
 from analysis.ratings.bt import fit_counts
 from analysis.ratings.counts import PairCounts
 from analysis.ratings.ppi import PPIData, _inverses, fit_ppi, fit_ppi_rounds, ppi_data, ppi_ratings, rank_sets
+from support import run_module
 
 REPO = Path(__file__).resolve().parents[1]
 PANDALM = REPO.parent / "shared" / "data" / "pandalm"
@@ -51,6 +52,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.process  # ppi-python with numba's JIT off, set before numba is imported
 def test_equals_ppi_python_point_estimate_and_interval(tmp_path):
     """Unclustered, no ties, disjoint labelled and unlabelled sets: at the same lambda our
     estimate is ppi_py.ppi_logistic_ci's (its centre and ppi_logistic_pointestimate) and our
@@ -197,6 +199,7 @@ def _covered(estimate: np.ndarray, covariance: np.ndarray) -> np.ndarray:
     return np.abs(estimate - (_THETA - _THETA.mean())) <= Z * np.sqrt(np.diag(covariance))
 
 
+@pytest.mark.simulation
 def test_coverage_simulation_ppi_covers_judge_alone_does_not():
     """Over 200 seeded replications the PPI intervals cover the true (people's) strengths at
     93-97%, the judge-only intervals far less; with a judge that says nothing about the
@@ -247,8 +250,7 @@ def test_rank_sets_hold_jointly():
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analysis.ratings", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    return run_module("analysis.ratings", *args, cwd=REPO)
 
 
 def test_cli_ppi_json_block(tmp_path, pandalm):

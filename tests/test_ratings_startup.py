@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +26,7 @@ print(json.dumps({"code": code, "heavy": heavy, "n": len(json.loads(out.getvalue
 """
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_bt_run_imports_no_heavy_modules(tmp_path):
     pairs = [("a", "b"), ("b", "c"), ("c", "a")] * 30
     winners = ["model_a", "model_b", "tie", "model_b", "model_a"] * 18

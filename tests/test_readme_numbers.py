@@ -74,14 +74,11 @@ def test_strongest_bias_says_it_is_measured_against_people_and_shows_a_shared_le
 
 def test_the_pandalm_report_prints_one_note_line_and_readable_times(shared_data, tmp_path):
     """Issue 30, item 11: 31 `note:` lines came before anything else; the card read "4423.0 s per 1,000"."""
-    import subprocess
-    import sys
-
     from analysis.report.formatting import duration
+    from support import run_module
 
-    done = subprocess.run([sys.executable, "-m", "analysis.report", "--votes", str(shared_data / "pandalm"), "--out",
-                           str(tmp_path), "--quiet", "--rating-bootstrap", "20", "--bootstrap", "50"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = run_module("analysis.report", "--votes", str(shared_data / "pandalm"), "--out", str(tmp_path), "--quiet",
+                      "--rating-bootstrap", "20", "--bootstrap", "50", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     notes = [x for x in done.stderr.splitlines() if x.startswith("note:")]
     assert len(notes) == 1 and "31 rows" in notes[0] and "25 kept with parse_error" in notes[0]

@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "analysis.report", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return run_module("analysis.report", *args, cwd=ROOT)
 
 
 def test_help_documents_every_option():
@@ -65,7 +66,7 @@ def test_humans_prefix_pools_other_voter_ids(tmp_path):
     assert data["judges"]["human"]["n_records"] == 2
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_pandalm_report_renders_in_chromium(tmp_path, shared_data):
     from playwright.sync_api import sync_playwright
 
@@ -196,7 +197,8 @@ def test_a_file_of_pairs_still_to_judge_is_named_as_such(tmp_path):
                                    "skipped: pairs to be judged (no winner), not votes)")
 
 
-def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
+@pytest.mark.process  # the signal reaches a process group, as from a terminal
+def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path, terminal_sigint):
     """Ctrl-C while the workers compute: exit 130 with one line (no traceback from the
     parent or from each worker), nothing reported as written, no process left behind."""
     import signal
@@ -216,7 +218,7 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
         assert char, f"the report ended before its workers started: {seen}"
         seen += char
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode == 130
     assert out == ""
     assert err.splitlines()[-1] == "python -m analysis.report: interrupted"
@@ -225,7 +227,7 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path):
         os.killpg(proc.pid, 0)  # no worker outlived the report
 
 
-def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypatch, capsys):
+def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypatch, capsys, terminal_sigint):
     """Python drops a KeyboardInterrupt raised while a finaliser runs ("Exception ignored"):
     the report must still end with 130 and say nothing was written."""
     import signal

@@ -29,7 +29,8 @@ def python(*args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.mark.slow
+@pytest.mark.model  # the embedded models, loaded by the commands
+@pytest.mark.process
 def test_embedded_models_end_to_end(tmp_path, shared_data):
     pairs = tmp_path / "pairs.jsonl"
     python(

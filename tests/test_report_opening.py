@@ -80,6 +80,7 @@ def test_the_clustering_sentence_gives_the_reasons_these_data_hold_once(written)
     assert html.split('id="answer"')[0].count("Intervals are clustered") == 1
 
 
+@pytest.mark.browser
 def test_the_alpacaeval_report_fits_a_phone(shared_data, tmp_path):
     """Issue 26: at 390 px the judge's heading (weighted_alpaca_eval_gpt4_turbo, one long word)
     was 379 px wide in a 342 px block and the page scrolled sideways by 13 px."""

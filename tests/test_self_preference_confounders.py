@@ -118,6 +118,7 @@ def rates(scenario: str, planted=None, controlled: bool = True) -> dict[int, tup
     return {m: tuple(out[m] / len(SEEDS)) for m in range(5)}
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("scenario", ["length", "topic", "style"])
 def test_no_self_bias_is_not_flagged_by_length_topic_or_style(scenario):
     got = rates(scenario)
@@ -125,6 +126,7 @@ def test_no_self_bias_is_not_flagged_by_length_topic_or_style(scenario):
         assert cover >= 0.90, (scenario, NAMES[m], got)
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("scenario", ["length", "topic", "style"])
 def test_planted_bias_for_one_judge_is_found(scenario):
     got = rates(scenario, planted={3: 0.4})
@@ -133,6 +135,7 @@ def test_planted_bias_for_one_judge_is_found(scenario):
         assert got[m][0] >= 0.90, (scenario, NAMES[m], got)
 
 
+@pytest.mark.simulation
 @pytest.mark.parametrize("scenario", ["length", "topic", "style"])
 def test_the_model_without_its_leans_flags_judges(scenario):
     """Why the terms are there: without them, no bias planted, some judge is flagged in most seeds."""

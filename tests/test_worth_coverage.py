@@ -47,6 +47,8 @@ from analysis.judging.worth import (DESIGN_SHARE, _bootstrapped, _design_rows, _
                                     worth_interval)
 from analysis.ratings.ppi import PPIData, fit_ppi_per_model_rounds
 
+pytestmark = pytest.mark.simulation
+
 ROUNDS = 100
 RUNS = 200
 TRUTH_DRAWS = 4000
