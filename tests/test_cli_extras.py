@@ -14,6 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each case runs the command in a process of its own (its imports are the point).
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 BLOCKER = """
 import sys

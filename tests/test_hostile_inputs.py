@@ -21,6 +21,9 @@ import pytest
 
 from support import MEASURED
 
+# Each case runs the command in a process of its own (its exit code, its memory, its imports).
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 LIMIT = 3 << 30
 RECORD = {"pair_id": "p1", "prompt": "q", "model_a": "x", "model_b": "y", "response_a": "a", "response_b": "b",

@@ -165,11 +165,12 @@ def test_the_table_names_the_cluster_of_the_interval_it_prints():
     """The column said "by pair" and printed the prompt-clustered interval."""
     from types import SimpleNamespace
 
-    from analysis.report.judge_sections import _controlled_row
+    from analysis.report.judge_sections import _controlled_row, controlled_json
 
     c = controlled_self_preference(simulate(0, 30), cluster="prompt")["plain"]
-    row = _controlled_row(SimpleNamespace(rater="plain", family="plain", reference="human", self_family=None,
-                                          controlled=c, panel_members=()))
+    entry = {"family": "plain", "reference": "human", "self_family": {
+        "delta": None, "ci": None, "controlled": controlled_json(SimpleNamespace(controlled=c, reference="human"))}}
+    row = _controlled_row("plain", entry)
     assert c.cluster == "prompt" and row["ci"].endswith("by prompt")
     from pathlib import Path
 
