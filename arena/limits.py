@@ -33,10 +33,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena.errors import RateLimited
 
 
-# Page traffic in the server at once (Admission). A few requests keep the one event loop busy
-# (a page or Gradio's info holds it for tens of milliseconds), a browser opens six connections
+# Page traffic in the server at once (Admission). Two requests keep the one event loop busy
+# (a page or Gradio's info holds it for tens of milliseconds) and leave room for voters' requests
+# however many addresses flood, a browser opens six connections
 # to a host, and a new visitor would rather wait a few seconds for a place than be turned away.
-PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 4, 6, 32, 5.0
+PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 2, 6, 32, 5.0
 
 
 class SlidingWindow:
@@ -49,6 +50,12 @@ class SlidingWindow:
         self.max_keys = max_keys
         self._events: OrderedDict[str, deque] = OrderedDict()
         self._lock = threading.Lock()
+
+    def recent(self, key: str | None) -> int:
+        """Events of ``key`` in the window so far."""
+        now = time.monotonic()
+        with self._lock:
+            return sum(now - t < self.window_s for t in self._events.get(key, ()))
 
     def check(self, key: str) -> None:
         now = time.monotonic()
@@ -168,22 +175,22 @@ class Busy(RateLimited):
 class Admission:
     """Page traffic's places in the server: at most ``slots`` of its requests are worked on at
     once, ``per_address`` of them (working or waiting) per address, and up to ``waiting`` more wait,
-    ``wait_s`` at most. A place that frees goes to the waiting request whose address has the fewest
-    in the server (a new visitor before the fourth request of a flooding address), and a full line
-    turns away the request of the address holding most places. One event loop serves every request,
-    so a bound on page work in flight is what keeps voters' battles and votes moving under a flood.
+    ``wait_s`` at most. A place that frees goes to the waiting request whose address sent the fewest
+    requests lately (``recent``: a new visitor before a flooding address), and a full line turns
+    away the request of the address that sent the most. One event loop serves every request, so a
+    bound on page work in flight is what keeps voters' battles and votes moving under a flood.
     """
 
     def __init__(self, slots: int, per_address: int, waiting: int, wait_s: float):
         self.slots, self.per_address, self.waiting, self.wait_s = slots, per_address, waiting, wait_s
         self.working = 0
         self.held: Counter[str | None] = Counter()  # places (working or waiting) per address
-        self._line: list[tuple[int, int, str | None, asyncio.Future]] = []  # (held, arrival, address, place)
+        self._line: list[tuple[int, int, str | None, asyncio.Future]] = []  # (recent, arrival, address, place)
         self._arrival = itertools.count()
 
-    async def enter(self, address: str | None) -> None:
+    async def enter(self, address: str | None, recent: int = 0) -> None:
         """Wait for a place (raise :class:`RateLimited` or :class:`Busy` when there is none); then
-        :meth:`leave` once the response is sent."""
+        :meth:`leave` once the response is sent. ``recent``: the address's requests lately."""
         if self.held[address] >= self.per_address:
             raise RateLimited("Too many requests from your network address at once; try again shortly.")
         if self.working < self.slots and not self._line:
@@ -191,10 +198,10 @@ class Admission:
             self.working += 1
             return
         if len(self._line) >= self.waiting:
-            self._turn_away(address)
+            self._turn_away(recent)
         place = asyncio.get_running_loop().create_future()
         self.held[address] += 1
-        heapq.heappush(self._line, (self.held[address], next(self._arrival), address, place))
+        heapq.heappush(self._line, (recent, next(self._arrival), address, place))
         try:
             await asyncio.wait_for(asyncio.shield(place), self.wait_s)
         except BaseException as exc:  # waited too long, turned away, or the request was cancelled
@@ -223,12 +230,12 @@ class Admission:
         if self.held[address] <= 0:
             del self.held[address]
 
-    def _turn_away(self, address: str | None) -> None:
-        """The line is full: the address holding most places loses its last place in line, or,
-        if that is the newcomer's own, the newcomer is refused."""
+    def _turn_away(self, recent: int) -> None:
+        """The line is full: the latest waiting request of the address that sent the most lately
+        loses its place, or the newcomer is refused if its own address sent as many."""
         live = [entry for entry in self._line if not entry[3].done()]
-        heaviest = max(live, key=lambda entry: (self.held[entry[2]], entry[1]), default=None)
-        if heaviest is None or self.held[heaviest[2]] <= self.held[address] + 1:
+        heaviest = max(live, key=lambda entry: (entry[0], entry[1]), default=None)
+        if heaviest is None or heaviest[0] <= recent:
             raise Busy("The server is busy; try again in a few seconds.")
         heaviest[3].set_exception(Busy("The server is busy; try again in a few seconds."))
         self._line.remove(heaviest)
@@ -253,7 +260,7 @@ class RequestLimit:
         try:
             self.limits.check_request(address)
             if not self.priority(scope) and not self.stream(scope):
-                await self.limits.admission.enter(address)
+                await self.limits.admission.enter(address, self.limits.requests.recent(address))
                 placed = True
         except RateLimited as exc:
             return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)

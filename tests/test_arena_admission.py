@@ -18,32 +18,32 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def test_a_freed_place_goes_to_the_address_holding_fewest_and_a_full_line_sheds_the_heaviest():
+def test_a_freed_place_goes_to_the_address_that_sent_fewest_and_a_full_line_sheds_the_most():
     async def scenario():
         admission = Admission(slots=1, per_address=3, waiting=3, wait_s=60)
-        await admission.enter("flood")  # working
-        flood = [asyncio.ensure_future(admission.enter("flood")) for _ in range(2)]  # waiting
+        await admission.enter("flood", recent=100)  # working
+        flood = [asyncio.ensure_future(admission.enter("flood", recent=100 + i)) for i in range(2)]  # waiting
         await settle()
         with pytest.raises(RateLimited, match="at once"):  # a fourth place for one address
-            await admission.enter("flood")
-        visitor = asyncio.ensure_future(admission.enter("visitor"))  # the line is now full: 3 waiting
+            await admission.enter("flood", recent=103)
+        visitor = asyncio.ensure_future(admission.enter("visitor", recent=1))  # the line is now full: 3 waiting
         await settle()
-        late = asyncio.ensure_future(admission.enter("late visitor"))  # sheds the flood's last waiter
+        late = asyncio.ensure_future(admission.enter("late visitor", recent=2))  # sheds the flood's latest
         await settle()
-        shed = [f for f in flood if f.done()]
-        assert len(shed) == 1 and isinstance(shed[0].exception(), Busy)
-        admission.leave("flood")  # the place goes to a visitor, not to the flood's waiting request
+        with pytest.raises(Busy):  # a full line and no one who sent more: the newcomer is refused
+            await admission.enter("another flood", recent=500)
+        assert flood[1].done() and isinstance(flood[1].exception(), Busy) and not flood[0].done()
+        admission.leave("flood")  # the place goes to the visitor, not to the flood's waiting request
         await settle()
-        assert visitor.done() and not late.done() and not any(f.done() for f in flood if f not in shed)
+        assert visitor.done() and not late.done() and not flood[0].done()
         admission.leave("visitor")
         await settle()
-        assert late.done()
+        assert late.done() and not flood[0].done()
         admission.leave("late visitor")
         await settle()
-        waiting, = [f for f in flood if f not in shed]
-        assert waiting.done() and waiting.exception() is None
+        assert flood[0].done() and flood[0].exception() is None
         admission.leave("flood")
-        assert admission.working == 0 and not admission.held
+        assert admission.working == 0 and not admission.held and not admission._line
 
     asyncio.run(scenario())
 
