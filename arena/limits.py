@@ -14,6 +14,12 @@ An IPv6 client is one /64: a single home or host is routinely given a whole /64 
 any address in it, so each address on its own would be a fresh budget. An IPv4 address
 written as IPv6 (``::ffff:a.b.c.d``) is that IPv4 address. Every request, on any route,
 counts against its address too (:class:`RequestLimit`).
+
+Rates alone do not protect one process from many addresses: 16 addresses within their
+budgets ask for more than it answers. So page traffic (every request of a client with no
+battle or vote in progress) also waits for one of a few places in the server, given first to
+the addresses that asked least (:class:`Admission`), while voters' requests go ahead
+(:class:`Voting`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Plain ASGI middleware sits in front of everything: limits per address and on page traffic
 (whose requests wait for a place, behind voters' battles and votes: :mod:`arena.limits`), a
-cap on request bodies, the session cookie, issued and signed when a page is loaded without one (see :mod:`arena.sessions`),
-a per-address limit on starting Gradio events (by any route), a refusal of uploads, and
-the count of open event streams per page (:mod:`arena.listeners`: no generation for a page
-that does not listen).
+cap on request bodies, the session cookie, issued and signed when a page is loaded without
+one (see :mod:`arena.sessions`), a per-address limit on starting Gradio events (by any
+route), a refusal of uploads, and the count of open event streams per page
+(:mod:`arena.listeners`: no generation for a page that does not listen).
 """
 
 from __future__ import annotations
