@@ -104,6 +104,7 @@ def api_router(arena: Arena) -> APIRouter:
             if new:
                 set_session_cookie(refused, voter.token)
             return refused
+        arena.limits.voting.mark(voter.token)
         return _shown(battle)
 
     @router.post("/battles/{battle_id}/turns")
@@ -116,7 +117,9 @@ def api_router(arena: Arena) -> APIRouter:
             if battle.mode == "prompt_set":
                 raise Refused("A prompt-set battle has one fixed turn; vote on it, or start a new one.")
             return arena.follow_up(voter, battle, body.prompt or "")
-        return _shown(await generate(request, voter, begin))
+        shown = _shown(await generate(request, voter, begin))
+        arena.limits.voting.mark(voter.token)
+        return shown
 
     async def generate(request: Request, voter: Voter, begin):
         """Wait for a generation slot, then ``begin()`` the turn and answer it; stop when the client leaves."""
@@ -147,7 +150,9 @@ def api_router(arena: Arena) -> APIRouter:
     @router.post("/votes")
     def vote(body: VoteIn, request: Request) -> dict:
         """Store the vote; the answer reveals both models."""
-        record = arena.vote(request_voter(arena, request), body.battle_id, body.choice)
+        voter = request_voter(arena, request)
+        record = arena.vote(voter, body.battle_id, body.choice)
+        arena.limits.voting.mark(voter.token)
         return {"stored": True, "battle_id": body.battle_id, "winner": record.winner,
                 "model_a": record.model_a, "model_b": record.model_b}
 

@@ -47,7 +47,9 @@ class ArenaConfig:
     address_rate_limit: int = 120  # actions per client address, all its sessions together
     address_new_sessions: int = 20  # sessions issued per client address
     global_rate_limit: int = 6000  # actions of all clients together
-    address_requests: int = 600  # HTTP requests per client address, on any route (a page load makes ~30)
+    # HTTP requests per client address, on any route (a page load makes ~30): a fraction of what
+    # one process answers (README, "Spreading the load")
+    address_requests: int = 300
     trusted_proxies: tuple[str, ...] = ()  # proxies whose X-Forwarded-For names the client
     queue_max_size: int = 16  # Gradio events waiting per page; more are turned away
     max_body_bytes: int = 1_000_000  # request bodies and uploads

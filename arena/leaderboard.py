@@ -23,6 +23,7 @@ views (:mod:`arena.categories`). The rating math is ``analysis.ratings``'.
 A labelling campaign with a judge's verdicts (config ``picks`` and ``verdicts``) adds a view of
 its votes: prediction-powered ratings (people + judge, PPI++) beside people's alone, each vote
 weighted by its stored inclusion probability, the ratings command's numbers (:func:`campaign`).
+It counts the votes the leaderboard counts and no others: a weighted vote is worth many.
 """
 
 from __future__ import annotations
@@ -234,9 +235,11 @@ def campaign_columns(judge: str) -> list[str]:
 
 def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: float = 0.95) -> Campaign:
     """People + judge ratings (prediction-powered, PPI++) beside people's alone, from the campaign's
-    votes (those that carry an inclusion probability), each weighted by the inverse of its stored
-    probability: what ``python -m analysis.ratings --judge human --ppi JUDGE --picks PICKS.jsonl``
-    gives on the exported votes and the verdicts (its rating step, :func:`analysis.ratings.votes.rate_votes`).
+    votes (those that carry an inclusion probability) that the leaderboard counts
+    (``store.records(ratable=True)``), each weighted by the inverse of its stored probability: what
+    ``python -m analysis.ratings --judge human --ppi JUDGE --picks PICKS.jsonl`` gives on those votes
+    and the verdicts (its rating step, :func:`analysis.ratings.votes.rate_votes`). The summary says
+    how many stored campaign votes were not counted, and why.
     ``strategy`` names the planner's design (active or uniform), ``n_picks`` its pairs."""
     from analysis.frames import select_battles
     from analysis.ratings import aggregate, mle_exists
@@ -245,17 +248,27 @@ def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: floa
     from pairlab import record_table
 
     judge, columns = verdicts.judge, campaign_columns(verdicts.judge)
-    votes = [r for r in store.records() if r.meta.get("inclusion_prob") is not None]
-    # As the ratings command keeps them: prompt-set votes in, named, leaked and set-aside votes out.
+    # The leaderboard's own rule decides which votes count (VoteStore.ratable): a vote weighted
+    # 1/probability is worth many, so one the leaderboard would not count (any prompt-set vote
+    # unless prompt_set_rated; then only a logged-in voter's first on each pair) must not count here.
+    stored = sum(r.meta.get("inclusion_prob") is not None for r in store.records())
+    votes = [r for r in store.records(ratable=True) if r.meta.get("inclusion_prob") is not None]
     frame = select_battles(record_table.stack(record_table.from_records(votes), verdicts.table),
-                           include_prompt_set=True)
+                           include_prompt_set=True)  # the campaign's votes, already the counted ones
     people = frame[(frame["judge_type"] == "human").to_numpy()]
     head = (f"**Labelling campaign: people + {judge} beside people alone.** People vote on the planner's "
             f"**{strategy}** picks ({n_picks} pairs, each drawn with a known probability); each vote counts "
             "1/probability times, so both columns estimate people's ratings.")
+    left_out = stored - len(votes)
+    if left_out:
+        head += (f" {_plural(left_out, 'campaign vote')} stored but not counted, as on the leaderboard: "
+                 + ("only a logged-in voter's first vote on each pair counts (or vote hygiene set it aside)."
+                    if store.prompt_set_rated else
+                    "prompt-set votes count only in a closed panel on private pairs (prompt_set_rated = true), "
+                    "where a logged-in voter's first vote on each pair counts."))
     empty = pd.DataFrame(columns=columns)
     if people.empty:
-        return Campaign(f"{head} No campaign votes yet.", empty)
+        return Campaign(f"{head} No campaign votes {'counted ' if stored else ''}yet.", empty)
     picks = pd.DataFrame({"pair_id": [r.pair_id for r in votes],
                           "inclusion_prob": [float(r.meta["inclusion_prob"]) for r in votes], "strategy": strategy})
     mixed = int((picks.groupby("pair_id")["inclusion_prob"].nunique() > 1).sum())
@@ -268,7 +281,7 @@ def campaign(store, verdicts: Verdicts, strategy: str, n_picks: int, level: floa
                         f"{_plural(len(people), 'campaign vote')}, so people's ratings cannot be measured yet.", empty)
     try:
         result = rate_votes(frame, "bt", judge="human", ppi=judge, picks=picks, level=level).result
-    except ValueError as exc:  # FitError is one: a fit that failed  # people's votes do not connect the models yet, or no fit
+    except ValueError as exc:  # people's votes do not connect the models yet, or no fit (a FitError is a ValueError)
         return Campaign(f"{head} No ratings yet: {str(exc).splitlines()[0]}", empty)
     s, units, alone = result.summary(), result.fit.n_human_pairs, result.people_alone()
     both, alone_table = (withhold_thin(t, units).table.set_index("model") for t in (result.table, alone))

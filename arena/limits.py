@@ -14,20 +14,38 @@ An IPv6 client is one /64: a single home or host is routinely given a whole /64 
 any address in it, so each address on its own would be a fresh budget. An IPv4 address
 written as IPv6 (``::ffff:a.b.c.d``) is that IPv4 address. Every request, on any route,
 counts against its address too (:class:`RequestLimit`).
+
+Rates alone do not protect one process from many addresses: 16 addresses within their
+budgets ask for more than it answers. So page traffic (every request of a client with no
+battle or vote in progress) also waits for one of a few places in the server, given first to
+the addresses that asked least (:class:`Admission`), while voters' requests go ahead
+(:class:`Voting`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import ipaddress
+import itertools
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.errors import RateLimited
+
+
+# Page traffic in the server at once (Admission). Two requests keep the one event loop busy
+# (a page or Gradio's info holds it for tens of milliseconds) and leave room for voters' requests
+# however many addresses flood, a browser opens six connections to a host, and a new visitor
+# would rather wait for a place (as a browser waits for a slow page) than be turned away: the
+# line sheds flooding addresses' requests first, so a visitor's leaves it only for its place
+# (a waiting request costs a connection and no work).
+PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 2, 6, 128, 30.0
 
 
 class SlidingWindow:
@@ -40,6 +58,12 @@ class SlidingWindow:
         self.max_keys = max_keys
         self._events: OrderedDict[str, deque] = OrderedDict()
         self._lock = threading.Lock()
+
+    def recent(self, key: str | None) -> int:
+        """Events of ``key`` in the window so far."""
+        now = time.monotonic()
+        with self._lock:
+            return sum(now - t < self.window_s for t in self._events.get(key, ()))
 
     def check(self, key: str) -> None:
         now = time.monotonic()
@@ -56,12 +80,42 @@ class SlidingWindow:
             events.append(now)
 
 
+class Voting:
+    """Sessions with a battle or a vote in progress: served a battle, or voted, within ``grace_s``
+    (a voter reads two answers and votes within minutes). Their requests go ahead of page traffic
+    (:class:`Admission`). One process's memory: on another replica a voter is page traffic until
+    it acts there."""
+
+    def __init__(self, grace_s: float = 600.0, max_keys: int = 100_000):
+        self.grace_s, self.max_keys = grace_s, max_keys
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def mark(self, session: str) -> None:
+        with self._lock:
+            self._seen.pop(session, None)
+            self._seen[session] = time.monotonic()
+            if len(self._seen) > self.max_keys:
+                self._seen.popitem(last=False)
+
+    def __contains__(self, session: str | None) -> bool:
+        with self._lock:
+            seen = self._seen.get(session) if session else None
+        return seen is not None and time.monotonic() - seen < self.grace_s
+
+
 class Limits:
-    """The arena's limits; ``check`` before every action, ``check_new_session`` before issuing one."""
+    """The arena's limits; ``check`` before every action, ``check_new_session`` before issuing one.
+
+    ``requests``: HTTP requests per address on any route; ``admission``: the places of page
+    traffic (requests of clients with no battle or vote in progress) in the server; ``voting``:
+    the sessions that go ahead of it."""
 
     def __init__(self, per_session: int, per_address: int, new_sessions: int, overall: int, window_s: float,
-                 requests: int = 600):
+                 requests: int = 300):
         self.requests = SlidingWindow(requests, window_s, "your network address")
+        self.admission = Admission(PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S)
+        self.voting = Voting()
         self.session = SlidingWindow(per_session, window_s, "this session")
         self.address = SlidingWindow(per_address, window_s, "your network address")
         self.sessions = SlidingWindow(new_sessions, window_s, "your network address (new sessions)")
@@ -122,20 +176,107 @@ def client_group(address: str | None) -> str | None:
     return str(ipaddress.ip_network(f"{ip}/64", strict=False))
 
 
+class Busy(RateLimited):
+    status = 503
+
+
+class Admission:
+    """Page traffic's places in the server: at most ``slots`` of its requests are worked on at
+    once, ``per_address`` of them (working or waiting) per address, and up to ``waiting`` more wait,
+    ``wait_s`` at most. A place that frees goes to the waiting request whose address sent the fewest
+    requests lately (``recent``: a new visitor before a flooding address), and a full line turns
+    away the request of the address that sent the most. One event loop serves every request, so a
+    bound on page work in flight is what keeps voters' battles and votes moving under a flood.
+    """
+
+    def __init__(self, slots: int, per_address: int, waiting: int, wait_s: float):
+        self.slots, self.per_address, self.waiting, self.wait_s = slots, per_address, waiting, wait_s
+        self.working = 0
+        self.held: Counter[str | None] = Counter()  # places (working or waiting) per address
+        self._line: list[tuple[int, int, str | None, asyncio.Future]] = []  # (recent, arrival, address, place)
+        self._arrival = itertools.count()
+
+    async def enter(self, address: str | None, recent: int = 0) -> None:
+        """Wait for a place (raise :class:`RateLimited` or :class:`Busy` when there is none); then
+        :meth:`leave` once the response is sent. ``recent``: the address's requests lately."""
+        if self.held[address] >= self.per_address:
+            raise RateLimited("Too many requests from your network address at once; try again shortly.")
+        if self.working < self.slots and not self._line:
+            self.held[address] += 1
+            self.working += 1
+            return
+        if len(self._line) >= self.waiting:
+            self._turn_away(recent)
+        place = asyncio.get_running_loop().create_future()
+        self.held[address] += 1
+        heapq.heappush(self._line, (recent, next(self._arrival), address, place))
+        try:
+            await asyncio.wait_for(asyncio.shield(place), self.wait_s)
+        except BaseException as exc:  # waited too long, turned away, or the request was cancelled
+            if place.done() and not place.cancelled() and place.exception() is None:
+                self.leave(address)  # the place came as the wait ended: give it on
+            else:
+                place.cancel()
+                self._line = [entry for entry in self._line if entry[3] is not place]
+                heapq.heapify(self._line)
+                self._forget(address)
+            if isinstance(exc, (asyncio.TimeoutError, Busy)):
+                raise Busy("The server is busy; try again in a few seconds.") from None
+            raise
+
+    def leave(self, address: str | None) -> None:
+        self._forget(address)
+        self.working -= 1
+        while self._line and self.working < self.slots:
+            *_, waiter, place = heapq.heappop(self._line)
+            if not place.done():
+                self.working += 1
+                place.set_result(None)
+
+    def _forget(self, address: str | None) -> None:
+        self.held[address] -= 1
+        if self.held[address] <= 0:
+            del self.held[address]
+
+    def _turn_away(self, recent: int) -> None:
+        """The line is full: the latest waiting request of the address that sent the most lately
+        loses its place, or the newcomer is refused if its own address sent as many."""
+        live = [entry for entry in self._line if not entry[3].done()]
+        heaviest = max(live, key=lambda entry: (entry[0], entry[1]), default=None)
+        if heaviest is None or heaviest[0] <= recent:
+            raise Busy("The server is busy; try again in a few seconds.")
+        heaviest[3].set_exception(Busy("The server is busy; try again in a few seconds."))
+        self._line.remove(heaviest)
+        heapq.heapify(self._line)
+
+
 class RequestLimit:
     """ASGI middleware: every HTTP request counts against its client address
-    (:meth:`Limits.check_request`); over the limit, 429 before any work is done."""
+    (:meth:`Limits.check_request`); a request of a client with no battle or vote in progress
+    (``priority`` false), unless it is a long-lived event stream (``stream``), then waits for a
+    place (:class:`Admission`). Over a limit: 429 (503 when the server is busy) before any work is done."""
 
-    def __init__(self, app: ASGIApp, limits: Limits, address: Callable[[Scope], str | None]):
-        self.app, self.limits, self.address = app, limits, address
+    def __init__(self, app: ASGIApp, limits: Limits, address: Callable[[Scope], str | None],
+                 priority: Callable[[Scope], bool] = lambda scope: False,
+                 stream: Callable[[Scope], bool] = lambda scope: False):
+        self.app, self.limits, self.address, self.priority, self.stream = app, limits, address, priority, stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            try:
-                self.limits.check_request(self.address(scope))
-            except RateLimited as exc:
-                return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        address, placed = self.address(scope), False
+        try:
+            self.limits.check_request(address)
+            if not self.priority(scope) and not self.stream(scope):
+                await self.limits.admission.enter(address, self.limits.requests.recent(address))
+                placed = True
+        except RateLimited as exc:
+            return await JSONResponse({"error": str(exc)}, status_code=exc.status)(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if placed:
+                self.limits.admission.leave(address)
 
 
 class BodyLimit:

@@ -209,6 +209,7 @@ def _vote_handler(arena: Arena, panel: Panel, mode: str, no_battle: str, then: s
                 if battle is None:
                     raise Refused(no_battle)
                 record = arena.vote(voter, battle.id, choice)
+                arena.limits.voting.mark(voter.token)
             except Refused as exc:
                 return {panel.status: _error(exc)}
             return {**panel.reveal(record.model_a, record.model_b), **panel.locked(False),
@@ -264,6 +265,7 @@ def _conversation(arena: Arena, mode: str, named: bool, listeners: Listeners) ->
             except Refused as exc:
                 yield {panel.status: _error(exc)}
                 return
+            arena.limits.voting.mark(voter.token)  # a battle in progress: its page goes first
             turn_no = len(battle.turns)
             yield {panel.chat_a: _chat(battle, "a", ""), panel.chat_b: _chat(battle, "b", ""),
                    panel.status: f"Turn {turn_no} of {max_turns}: both models are answering…",
@@ -371,9 +373,11 @@ def _prompt_set(arena: Arena, tab: gr.Tab) -> None:
     @_guarded(panel.status)
     def on_next(request: gr.Request) -> dict:
         try:
-            battle = arena.serve_pair(_voter(arena, request))
+            voter = _voter(arena, request)
+            battle = arena.serve_pair(voter)
         except Refused as exc:
             return {panel.status: _error(exc)}
+        arena.limits.voting.mark(voter.token)
         turn = battle.turns[-1]
         return {**panel.cleared(), question: f"**Prompt:** {safe_text(turn.prompt)}",
                 panel.chat_a: [{"role": "assistant", "content": safe_text(turn.response_a)}],

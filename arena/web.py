@@ -1,10 +1,11 @@
 """The web app: the HTTP API and the three Gradio pages on one FastAPI server.
 
-Plain ASGI middleware sits in front of everything: a cap on request bodies, the session
-cookie, issued and signed when a page is loaded without one (see :mod:`arena.sessions`),
-a per-address limit on starting Gradio events (by any route), a refusal of uploads, and
-the count of open event streams per page (:mod:`arena.listeners`: no generation for a page
-that does not listen).
+Plain ASGI middleware sits in front of everything: limits per address and on page traffic
+(whose requests wait for a place, behind voters' battles and votes: :mod:`arena.limits`), a
+cap on request bodies, the session cookie, issued and signed when a page is loaded without
+one (see :mod:`arena.sessions`), a per-address limit on starting Gradio events (by any
+route), a refusal of uploads, and the count of open event streams per page
+(:mod:`arena.listeners`: no generation for a page that does not listen).
 """
 
 from __future__ import annotations
@@ -122,6 +123,28 @@ class EventLimit:
         await self.app(scope, receive, send)
 
 
+# Long-lived event streams (a page's queue stream and its heartbeat) hold no place for page
+# traffic: they wait, costing nothing, and StreamTracker counts them.
+STREAM_ROUTES = ("queue/data", "heartbeat/")
+# Actions (battles, turns, votes, page events) have limits of their own (Limits.check, the
+# event limit, generation slots): they are never page traffic.
+ACTION_PATHS = (f"{api.PREFIX}/battles", f"{api.PREFIX}/votes")
+
+
+def is_stream(scope: Scope) -> bool:
+    return scope["method"] == "GET" and _gradio_route(scope["path"]).startswith(STREAM_ROUTES)
+
+
+def goes_first(arena: Arena, scope: Scope) -> bool:
+    """Whether a request goes ahead of page traffic: an action, or any request of a voter with
+    a battle or vote in progress (:class:`arena.limits.Voting`) or a logged-in one."""
+    if scope["method"] == "POST" and (scope["path"].startswith(ACTION_PATHS)
+                                      or _gradio_route(scope["path"]).startswith(EVENT_ROUTES)):
+        return True
+    request = Request(scope)
+    return request.cookies.get(SESSION_COOKIE) in arena.limits.voting or api.logged_in(arena, request) is not None
+
+
 def build_app(arena: Arena) -> FastAPI:
     app = FastAPI(title="Pairwise Arena", docs_url=None, redoc_url=None)
     api.install(app, arena)
@@ -144,7 +167,9 @@ def build_app(arena: Arena) -> FastAPI:
     app.add_middleware(StreamTracker, listeners=listeners)
     app.add_middleware(EventLimit, arena=arena, pages={path.rstrip("/") or "/": page for path, page in pages})
     app.add_middleware(BodyLimit, max_bytes=arena.config.max_body_bytes)
-    # Outermost: a request over its address's budget is refused before any other work.
+    # Outermost: a request over its address's budget is refused before any other work; page
+    # traffic waits for a place (arena.limits.Admission), voters' requests do not.
     app.add_middleware(RequestLimit, limits=arena.limits,
-                       address=lambda scope: api.request_address(arena, Request(scope)))
+                       address=lambda scope: api.request_address(arena, Request(scope)),
+                       priority=lambda scope: goes_first(arena, scope), stream=is_stream)
     return app

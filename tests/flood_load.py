@@ -6,7 +6,7 @@ an address of its own from ``X-Forwarded-For``. Each voter, every ``cycle_s`` (1
 reading two answers takes a person longer): loads the page, takes a prompt-set battle and
 votes on it, timing each. The flooder is one client on 16 loopback addresses
 (127.0.0.2-17, real peers the app does not trust as proxies), each of them, as fast as the
-server lets it: page loads, Gradio's info, OpenAPI and startup routes, stream posts,
+server lets it, one request at a time or several in flight: page loads, Gradio's info, OpenAPI and startup routes, stream posts,
 send-button events it never listens to (a random session hash each), open-prompt battles
 it hangs up on after 3 s, the "simple" API and uploads. Refused, it tries again shortly.
 """
@@ -40,6 +40,11 @@ class Load:
     def voter_p99(self) -> list[float]:
         """Each voter's own p99 over all its requests."""
         return [float(np.percentile(v, 99)) for v in self.by_voter.values() if v]
+
+    def answered(self) -> int:
+        """Requests the server answered (any status; not the flooder's hang-ups and failed connections)."""
+        return (sum(len(v) for v in self.latencies.values())
+                + sum(n for outcome, n in self.flood.items() if outcome.split()[-1].isdigit()))
 
     def count(self, outcome: str) -> None:
         with self.lock:
@@ -79,12 +84,12 @@ def voter(url: str, index: int, load: Load, until: float, cycle_s: float) -> Non
             time.sleep(max(0.0, cycle_s - (time.monotonic() - began)))
 
 
-def flooder(url: str, load: Load, until: float) -> None:
-    """One client on 16 addresses, every route, as fast as it is let."""
+def flooder(url: str, load: Load, until: float, in_flight: int = 1) -> None:
+    """One client on 16 addresses, every route, as fast as it is let, with ``in_flight`` requests
+    at a time from each address (a browser keeps six connections to a host)."""
     def from_address(address: str) -> None:
         transport = httpx.HTTPTransport(local_address=address)
         with httpx.Client(base_url=url, transport=transport, timeout=3) as client:
-            send = None
             while time.monotonic() < until:
                 for kind, call in (
                         ("page", lambda: client.get("/")),
@@ -102,11 +107,9 @@ def flooder(url: str, load: Load, until: float) -> None:
                     if time.monotonic() >= until:
                         return
                     try:
-                        if send is None:
-                            send = _send_fn(client)
                         code = call().status_code
                         load.count(f"{kind} {code}")
-                        if code == 429:
+                        if code in (429, 503):
                             time.sleep(0.2)  # refused at once: try again shortly, as a flood would
                     except httpx.TimeoutException:
                         load.count(f"{kind} hung up")
@@ -114,27 +117,32 @@ def flooder(url: str, load: Load, until: float) -> None:
                         load.count(f"{kind} {type(exc).__name__}")
                         time.sleep(0.2)
 
-    workers = [threading.Thread(target=from_address, args=(a,)) for a in FLOOD_ADDRESSES]
+    send = _send_fn(url)
+    workers = [threading.Thread(target=from_address, args=(a,)) for a in FLOOD_ADDRESSES for _ in range(in_flight)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
 
 
-def _send_fn(client: httpx.Client) -> int:
+def _send_fn(url: str) -> int:
     """The send button's event id in the page's Gradio config."""
-    config = client.get("/config").json()
+    with httpx.Client(base_url=url, transport=httpx.HTTPTransport(local_address=FLOOD_ADDRESSES[0]),
+                      timeout=30) as client:
+        config = client.get("/config").raise_for_status().json()
     send = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "send")
     return next(d["id"] for d in config["dependencies"] if [send, "click"] in [list(t) for t in d["targets"]])
 
 
-def run(url: str, seconds: float, voters: int = 50, flood: bool = True, cycle_s: float = 10.0) -> Load:
-    """``voters`` voters (and the flooder) for ``seconds``; returns what they saw."""
+def run(url: str, seconds: float, voters: int = 50, flood: bool = True, cycle_s: float = 10.0,
+        in_flight: int = 1) -> Load:
+    """``voters`` voters (and the flooder, ``in_flight`` requests at a time per address) for
+    ``seconds``; returns what they saw."""
     load = Load()
     until = time.monotonic() + seconds
     threads = [threading.Thread(target=voter, args=(url, i, load, until, cycle_s)) for i in range(voters)]
     if flood:
-        threads.append(threading.Thread(target=flooder, args=(url, load, until)))
+        threads.append(threading.Thread(target=flooder, args=(url, load, until, in_flight)))
     for thread in threads:
         thread.start()
     for thread in threads:

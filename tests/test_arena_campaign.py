@@ -78,12 +78,14 @@ def write_campaign(folder, n_picks: int = 16):
 
 def vote_on_picks(arena, n_votes: int, seed: int = 0):
     """People who prefer the longer answer 17 times in 18 of their decisive votes (a tie 1 in 10), one voter a vote: the
-    judge predicts them, and smollm2-135m-instruct's answers are the longer in 22 of the 32 pairs."""
+    judge predicts them, and smollm2-135m-instruct's answers are the longer in 22 of the 32 pairs. In a closed panel
+    (``prompt_set_rated``) they are logged-in members, the only voters whose prompt-set votes the leaderboard counts."""
     import random
 
     rng = random.Random(seed)
     for i in range(n_votes):
-        voter = Voter(f"campaign-voter-{i}")
+        name = f"campaign-voter-{seed}-{i}"
+        voter = Voter(f"user:{name}", authenticated=True) if arena.config.prompt_set_rated else Voter(name)
         battle = arena.serve_pair(voter)
         turn, u = battle.turns[-1], rng.random()
         longer = "a" if len(turn.response_a) >= len(turn.response_b) else "b"
@@ -91,16 +93,28 @@ def vote_on_picks(arena, n_votes: int, seed: int = 0):
         arena.vote(voter, battle.id, choice)
 
 
-@pytest.fixture
-def campaign_arena(tmp_path):
+def open_campaign(folder, *, closed_panel: bool = True):
+    """(arena, picks, verdicts): a campaign on the shipped prompt set's pairs; ``closed_panel``: on a
+    private copy, rating logged-in members' votes (prompt_set_rated), as a campaign's ratings need."""
     import random
 
-    picks, verdicts, chosen = write_campaign(tmp_path)
-    store = VoteStore(f"sqlite:///{tmp_path / 'votes.db'}")
-    arena = Arena(ArenaConfig(db=store.url, pairs=PAIRS, picks=picks, verdicts=verdicts, rate_limit=10_000),
-                  store, {}, rng=random.Random(3))
+    picks, verdicts, _ = write_campaign(folder)
+    pairs = PAIRS
+    if closed_panel:  # the shipped file is public: the arena refuses to rate votes on it
+        pairs = folder / "private" / PAIRS.name
+        pairs.parent.mkdir()
+        pairs.write_bytes(PAIRS.read_bytes())
+    store = VoteStore(f"sqlite:///{folder / 'votes.db'}", prompt_set_rated=closed_panel)
+    config = ArenaConfig(db=store.url, pairs=pairs, picks=picks, verdicts=verdicts, rate_limit=10_000,
+                         prompt_set_rated=closed_panel)
+    return Arena(config, store, {}, rng=random.Random(3)), picks, verdicts
+
+
+@pytest.fixture
+def campaign_arena(tmp_path):
+    arena, picks, verdicts = open_campaign(tmp_path)
     yield arena, picks, verdicts
-    store.close()
+    arena.store.close()
 
 
 def test_leaderboard_people_plus_judge_are_the_ratings_command_numbers(campaign_arena, tmp_path, capsys):
