@@ -222,21 +222,26 @@ def _battle_table(path: Path, table: pa.Table) -> pd.DataFrame:
 
     n = table.num_rows
     names = set(table.column_names)
-    empty = pa.repeat("", n)
+    # Large strings throughout: pandas' text columns hold them, so none is copied again to convert.
+    text = pa.large_string()
+    empty = pa.repeat(pa.scalar("", text), n)
     columns = {name: table[name] for name in record_table.ARROW_SCHEMA.names if name in names}
     for name in ("model_a", "model_b", "winner"):
-        columns[name] = pc.cast(table[name], pa.string())
+        columns[name] = pc.cast(table[name], text)
     if "pair_id" in names:
-        columns["pair_id"] = pc.cast(table["pair_id"], pa.string())
+        columns["pair_id"] = pc.cast(table["pair_id"], text)
     if "pair_id" not in names or columns["pair_id"].null_count:
-        rows = pc.cast(pa.array(np.arange(1, n + 1)), pa.string())
-        place = pc.binary_join_element_wise(pa.repeat(f"{path.name} row", n), rows, " ")
+        rows = pc.cast(pa.array(np.arange(1, n + 1)), text)
+        place = pc.binary_join_element_wise(pa.repeat(pa.scalar(f"{path.name} row", text), n), rows,
+                                            pa.scalar(" ", text))
         columns["pair_id"] = pc.coalesce(columns["pair_id"], place) if "pair_id" in names else place
-    judge = pc.fill_null(pc.cast(table["judge"], pa.string()), HUMAN) if "judge" in names else pa.repeat(HUMAN, n)
+    judge = pc.fill_null(pc.cast(table["judge"], text), HUMAN) if "judge" in names else \
+        pa.repeat(pa.scalar(HUMAN, text), n)
     if "anony" in names:  # FastChat's votes name voters by id: people (as .battles reads a row)
         human = pc.starts_with(judge, HUMAN)
-        judge = pc.if_else(human, judge, pc.binary_join_element_wise(HUMAN, judge, ":"))
-    prompt = pc.fill_null(pc.cast(table["prompt"], pa.string()), "") if "prompt" in names else empty
+        judge = pc.if_else(human, judge, pc.binary_join_element_wise(pa.scalar(HUMAN, text), judge,
+                                                                      pa.scalar(":", text)))
+    prompt = pc.fill_null(pc.cast(table["prompt"], text), "") if "prompt" in names else empty
     columns.update(judge=judge, prompt=prompt, response_a=empty, response_b=empty)
     return record_table.from_arrow(pa.table(columns))
 
