@@ -21,7 +21,7 @@ So each judge gets its own model, on its decisive verdicts in the canonical fram
   out for per-pair verdicts, which have seen both orders.
 * ``self``: +1 when X is of the judge's family, -1 when Y is, 0 otherwise (both or neither).
 
-Two confounders fake a self term without these (issue 26): a judge that weighs length more
+Two confounders fake a self term without these (tests/test_self_preference_confounders.py): a judge that weighs length more
 than people while one family writes longer answers, and a family strong on some topics whose
 judge is sharp there and noisy elsewhere. So the judge's model also holds
 
@@ -33,7 +33,7 @@ judge is sharp there and noisy elsewhere. So the judge's model also holds
   difference ``d_f = (f_X - f_Y) / (f_X + f_Y + 1)`` of the counts
   (:func:`analysis.ratings.style.normalised_difference`); an element enters where X and Y
   differ in it on :data:`~analysis.ratings.style.MIN_STYLE_PAIRS` pairs or more, for the
-  reference as for the judge (a family writing more lists, judges fond of lists: issue 26);
+  reference as for the judge (a family writing more lists, judges fond of lists);
 * per category, where every record carries one (:data:`MIN_CATEGORY_ROWS` reference votes
   each): the reference's strengths and the judge's slope, one of each per category;
 

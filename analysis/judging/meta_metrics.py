@@ -60,7 +60,7 @@ METRICS = ("spearman", "kendall", "separability", "agreement_ci", "brier")
 MIN_MODELS = 4  # with three models there are three model pairs: no meta-metric means much
 # Below this many models the metrics are given but said not to rank judges: with 5 models a
 # Spearman interval of [0.6, 1.0] says nothing, and with 8 close models the interval covered
-# its true value in 64.5% of simulated runs (issue 26).
+# its true value in 64.5% of simulated runs.
 RANKING_MODELS = 8
 
 

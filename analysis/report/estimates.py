@@ -84,7 +84,7 @@ class RaterReport:
     ratings: Ratings
     # Verdicts on texts that hold a verdict marker: the text may have dictated them.
     n_suspect: int = 0
-    # Judging the judge (issue 11): strength-controlled self-preference, the judge's
+    # Judging the judge: strength-controlled self-preference, the judge's
     # leaderboard against the reference's, debiasing variants, and its annotator card.
     reference: str | None = None
     controlled: ControlledSelfPreference | None = None
