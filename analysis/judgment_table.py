@@ -122,8 +122,8 @@ def string_values(column: pd.Series) -> np.ndarray:
 
 def positions(index: pd.Index, values) -> np.ndarray:
     """``index.get_indexer(values)``: where each value sits in the unique ``index``, -1 when it
-    is not there (a missing value matches nothing). Strings (Python or Arrow) are looked up by Arrow's hash join:
-    pandas' object hash table took 0.4 s for a million ids, Arrow 0.08 with the conversion."""
+    is not there (a missing value matches nothing). Strings (Python or Arrow) are looked up by Arrow's hash join,
+    which beats pandas' object hash table on millions of ids even counting the conversion."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -171,8 +171,8 @@ def kind_draws(counts: np.ndarray, n_boot: int, rng: np.random.Generator, column
     counts / sum(counts)), yielded in chunks of rounds sized so that a chunk's draws and the
     ``columns`` totals made of them stay near 50 MB. Under :data:`_POISSON_KINDS` kinds the
     chunks are the rows one ``rng.multinomial(..., size=n_boot)`` call would give, in order;
-    with more, the same distribution drawn by Poisson splitting (:func:`_poisson_multinomial`,
-    1.7x faster at 250 kinds)."""
+    with more, the same distribution drawn by Poisson splitting (:func:`_poisson_multinomial`),
+    which many kinds make cheaper than the multinomial's sequential binomials."""
     counts = np.asarray(counts, dtype=float)
     n = int(round(counts.sum()))
     shares = counts / counts.sum()
