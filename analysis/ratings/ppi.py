@@ -147,7 +147,8 @@ def _outcome_from_i(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> np.nda
 
 def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, np.ndarray]:
     """Both sets' model codes (people's votes first) and cluster keys: a cluster is one
-    pair_id with its two models, matched across the two sets; -1 without a pair_id."""
+    pair_id with its two models, matched across the two sets; a row without a pair_id is a
+    cluster of its own (:func:`analysis.stats.cluster_codes`, the rule of every command)."""
     for name, frame in (("human votes", human), ("judge verdicts", judge)):
         if frame.empty:
             raise ValueError(f"no {name} to rate with --ppi")
@@ -158,9 +159,8 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
     a, b, models = _encode_models(pd.concat([human["model_a"], judge["model_a"]], ignore_index=True),
                                   pd.concat([human["model_b"], judge["model_b"]], ignore_index=True))
     m = len(models)
-    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
-    key = (pid_codes.astype(np.int64) * m + np.minimum(a, b)) * m + np.maximum(a, b)
-    return a, b, models, np.where(pid_codes < 0, -1, key)
+    pid_codes = cluster_codes(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True)).astype(np.int64)
+    return a, b, models, (pid_codes * m + np.minimum(a, b)) * m + np.maximum(a, b)
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
@@ -212,8 +212,9 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     m = len(models)
     y = _outcome_from_i(a, b, np.r_[encode_winners(winners), encode_winners(judge["winner"])])
     hy, jy = y[:n_h], y[n_h:]
-    if (key[n_h:] < 0).any():
-        raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
+    no_pair = judge["pair_id"].isna().to_numpy()
+    if no_pair.any():
+        raise ValueError(f"{int(no_pair.sum())} verdicts of {judge_name} have no pair_id")
     hc, jc = cluster[:n_h], cluster[n_h:]
     if unseen.any():
         raise ValueError(
@@ -359,21 +360,23 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
 
 def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
                    t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
-    """:func:`_cross` with the scores summed per prompt first: one (prompts, models) matrix a round."""
+    """:func:`_cross` with the scores summed per prompt first, every round at once: a prompt's
+    sum is ``sum_c w_c v_c (e_i - e_j)`` (a bincount over (prompt, model) cells) minus ``(sum_c
+    w_c shares_c) M`` (a bincount over prompts, then a (prompts, 3) x (3, models) product), so no
+    (clusters, models) matrix is built and no round is looped over."""
     m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
-    out = np.empty((len(weights), m, m))
-    for r in range(len(weights)):
-        sums = []
-        for values, shares in ((s[r], s_shares[r]), (t[r], t_shares[r])):
-            per_row = -(shares @ means[r])  # (rows, models): each row's centring
-            np.add.at(per_row, (np.arange(len(values)), data.i[data.pair]), values)
-            np.add.at(per_row, (np.arange(len(values)), data.j[data.pair]), -values)
-            per_row *= weights[r][:, None]
-            sums.append(np.stack([np.bincount(data.group, per_row[:, k], n_groups) for k in range(m)], axis=1))
-        if draws is not None:
-            sums[0] = sums[0] / np.where(draws[r] > 0, draws[r], 1.0)[:, None]
-        out[r] = sums[0].T @ sums[1]
-    return out
+    cell_i, cell_j = data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]
+    sums = []
+    for values, shares in ((s, s_shares), (t, t_shares)):
+        wv = weights * values
+        x = bincount_rows(cell_i, wv, n_groups * m) - bincount_rows(cell_j, wv, n_groups * m)
+        x = x.reshape(len(weights), n_groups, m)
+        summed_shares = np.stack([bincount_rows(data.group, weights * shares[:, :, k], n_groups)
+                                  for k in range(shares.shape[2])], axis=-1)  # (rounds, prompts, 3)
+        sums.append(x - summed_shares @ means)
+    if draws is not None:
+        sums[0] = sums[0] / np.where(draws > 0, draws, 1.0)[:, :, None]
+    return sums[0].transpose(0, 2, 1) @ sums[1]
 
 
 def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
