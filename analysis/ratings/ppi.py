@@ -568,6 +568,22 @@ def _draws_of(draws: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
     return None if draws is None else draws[rows]
 
 
+def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta_1: np.ndarray, n: np.ndarray,
+                     big_n: np.ndarray) -> np.ndarray:
+    """Per round, model k's coordinate of the fit at its own ``lams[k]`` (one batched fit per
+    round and distinct ``lambda`` in (0, 1); 1 is the pilot ``theta_1``, 0 left for people's)."""
+    out = theta_1.copy()
+    rows, grid = np.nonzero((lams > 0) & (lams < 1))
+    if not len(rows):
+        return out
+    key, first, inverse = np.unique(np.c_[rows, lams[rows, grid]], axis=0, return_index=True, return_inverse=True)
+    at, lam = rows[first], key[:, 1]
+    fits, _, failed = _solve(data, weights[at], lam, n[at], big_n[at])
+    fits[list(failed)] = np.nan  # a fit that fails gives no rating (its round's sd stands)
+    out[rows, grid] = fits[inverse.ravel(), grid]
+    return out
+
+
 def _per_model(people: PPIFit, theta: np.ndarray, lam: np.ndarray, ratio: np.ndarray, n_human: float
                ) -> PerModelPPI:
     classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
@@ -621,12 +637,12 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            (whole, *shares), step, failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
+            (whole, *shares), _, failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
                                                tuple(half[at] for half in halves))
             for k, exc in failed.items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(whole)
-            theta[at] = theta_1 + (lams[at] - 1) * step
+            theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
             diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
             lam_of = [_best_lambda(part) for part in shares]
 
