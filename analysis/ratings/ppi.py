@@ -1111,7 +1111,8 @@ def check_ppi_options(args) -> None:
     if args.method not in ("bt", "winrate"):
         raise ValueError(f"--ppi applies to --method bt or winrate, not {args.method}")
     for flag, value in (("bootstrap", args.bootstrap), ("ties", args.ties), ("anchor", args.anchor),
-                        ("ci", args.ci), ("l2", args.l2), ("weight-strong", args.strong_weight)):
+                        ("ci", args.ci), ("l2", args.l2), ("weight-strong", args.strong_weight),
+                        ("per-pair", getattr(args, "per_pair", None))):
         if value:
             raise ValueError(f"--{flag} does not apply with --ppi (its intervals are the PPI++ sandwich)")
     if args.humans_only:
