@@ -717,7 +717,7 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
 
 
 def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray | None = None,
-                   fallback: bool | np.ndarray = True, draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
+                   draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
     weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
@@ -778,9 +778,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
                                       theta[fitted], p[fitted], _draws_of(draws, fitted))
         _drop_failed(fitted, failed, errors)
         if lam is None:
-            # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap
-            # round of a judge's worth, whose interval must be free to fall below 1x).
-            wider = np.flatnonzero((_mean_sd(cov) > _mean_sd(classical_cov)) & np.broadcast_to(fallback, (rounds,)))
+            wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
             theta[wider], cov[wider], tuned[wider] = classical_theta[wider], classical_cov[wider], 0.0
     n_human_pairs = weights @ (data.n_human > 0)
     return [errors[r] if r in errors else PPIFit(
