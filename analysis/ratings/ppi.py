@@ -481,9 +481,7 @@ def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
         for w in (weights, *splits):
             kept = np.ones(human.shape[:2]) if w is weights else _kept_prompts(data, weights, w)
             crosses.append([(_per_draw(a, draws) * kept[:, :, None]).transpose(0, 2, 1) @ b for a, b in pairs])
-    # One Newton step from the pilot (its equation g_h + g_j = 0) to lambda's: theta_1 + (lambda - 1) J^-1 g_j.
-    step = (inverse @ (sc.means[:, 0] - sc.means[:, 2])[:, :, None])[:, :, 0]
-    return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], step, errors
+    return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
 
 
 def _kept_prompts(data: PPIData, weights: np.ndarray, part: np.ndarray) -> np.ndarray:
@@ -509,8 +507,8 @@ def stacked_covariance(pieces: np.ndarray, lam: np.ndarray) -> np.ndarray:
 
 
 def _folds(data: PPIData, weights: np.ndarray, seed: int) -> np.ndarray:
-    """Each round's weights split in two halves of its clusters, drawn at random (seeded, the same
-    for every round): by prompt, every prompt in one half; else each row's clusters split in
+    """Each round's weights split in two halves of its clusters, drawn at random (seeded: the same
+    halves for every round and every call): by prompt, every prompt in one half; else each row's clusters split in
     halves. ``(2, rounds, rows)``."""
     rng = np.random.default_rng(seed)
     if data.group is not None:
@@ -626,7 +624,6 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
     live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
     ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.zeros((rounds, m))
-    halves = _folds(data, w, seed)
     with one_blas_thread():
         step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
         for start in range(0, len(live), step):
@@ -637,8 +634,8 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            (whole, *shares), _, failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
-                                               tuple(half[at] for half in halves))
+            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
+                                               tuple(_folds(data, w[at], seed)))
             for k, exc in failed.items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(whole)
@@ -677,7 +674,7 @@ def fit_ppi_stacked(data: PPIData) -> PPIFit:
         _, p_1, failed = _solve(data, w, np.ones(1), n, big_n)
         if failed:
             raise failed[0]
-        (whole,), _, failed = _pieces(data, w, p_1, n, big_n)
+        (whole,), failed = _pieces(data, w, p_1, n, big_n)
         if failed:
             raise failed[0]
         lams = _best_lambda(whole)[0]
