@@ -227,7 +227,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         draws = np.ones((n_fits, prompt_draws.shape[1]))
         draws[n_point:n_point + rounds] = prompt_draws
     fits = fit_ppi_per_model_rounds(rows, np.array([*point_drawn, *rounds_drawn, *curve_drawn]), draws=draws,
-                                    seed=seed)
+                                    seed=seed, ratings=False)
     point, resampled, curve_fits = fits[:n_point], fits[n_point:n_point + rounds], fits[n_point + rounds:]
     for f in point:
         if isinstance(f, Exception):  # a design's fit: the judge gets none

@@ -329,7 +329,7 @@ def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
     r_pred = (data.yhat_human - data.n_human * pk) / n
     # Each part's mean score (per judged pair, per vote): what its clusters are centred by, from
     # its sums per model pair (the residuals are linear in each row's counts at its pair's p).
-    bins = _Bins(data.pair, len(data.i), len(weights))
+    bins = _Bins.of(data.pair, len(data.i))
     per_pair = {name: bins.sum(weights * getattr(data, name)) for name in
                 ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")}
     sums = np.stack([(per_pair["yhat_judge"] - per_pair["n_judge"] * p) / big_n,
@@ -384,25 +384,41 @@ def _group_sums(data: PPIData, weights: np.ndarray, values: np.ndarray, shares: 
     ``M``, so no (clusters, models) matrix is built and no round is looped over. ``(rounds, prompts, models)``."""
     m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
     wv = weights * values
-    cells = _Bins(np.r_[data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]], n_groups * m,
-                  len(weights))
-    x = cells.sum(np.concatenate([wv, -wv], axis=1)).reshape(len(weights), n_groups, m)
-    groups = _Bins(data.group, n_groups, len(weights))
+    x = _cells(data, n_groups).sum(wv).reshape(len(weights), n_groups, m)
+    groups = _Bins.of(data.group, n_groups)
     for k in range(shares.shape[2]):  # a part's shares are zero in some columns: those add nothing
         if shares[:, :, k].any():
             x -= groups.sum(weights * shares[:, :, k])[:, :, None] * means[:, None, k, :]
     return x
 
 
-class _Bins:
-    """:func:`bincount_rows` with one index for several sums: its offset index built once."""
+def _cells(data: PPIData, n_groups: int) -> _Bins:
+    """Each row's score into its (prompt, model) cells: +1 to model i's, -1 to model j's."""
+    m, rows = data.n_models, np.arange(len(data.pair))
+    return _Bins(np.r_[rows, rows], np.r_[data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]],
+                 n_groups * m, np.r_[np.ones(len(rows)), -np.ones(len(rows))])
 
-    def __init__(self, index: np.ndarray, size: int, rounds: int):
-        self.size, self.rounds = size, rounds
-        self.offset = (index + size * np.arange(rounds)[:, None]).ravel()
+
+class _Bins:
+    """Sums of each round's row values into bins, several sums on one binning: a sparse (rows,
+    bins) matrix (row ``rows[k]`` adds ``values[k]`` times itself to bin ``bins[k]``) built
+    once, each sum one sparse product, with no (rounds x rows) index array as
+    :func:`bincount_rows` builds on every call."""
+
+    def __init__(self, rows: np.ndarray, bins: np.ndarray, size: int, values: np.ndarray | None = None):
+        from scipy import sparse
+
+        n_rows = int(rows.max(initial=-1)) + 1
+        self.matrix = sparse.csr_matrix((np.ones(len(rows)) if values is None else values, (rows, bins)),
+                                        shape=(n_rows, size))
+
+    @classmethod
+    def of(cls, index: np.ndarray, size: int) -> _Bins:
+        """Row k into bin ``index[k]``."""
+        return cls(np.arange(len(index)), index, size)
 
     def sum(self, values: np.ndarray) -> np.ndarray:
-        return np.bincount(self.offset, values.ravel(), self.rounds * self.size).reshape(self.rounds, self.size)
+        return np.asarray((self.matrix.T @ values.T).T)
 
 
 def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
@@ -603,7 +619,7 @@ _CHUNK_CELLS = 2_000_000
 
 
 def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None,
-                             seed: int = 0) -> list[PerModelPPI | Exception]:
+                             seed: int = 0, ratings: bool = True) -> list[PerModelPPI | Exception]:
     """Each model's width with the judge at its own ``lambda`` (PPI++ per coordinate), for each
     row of ``weights`` ``(rounds, rows)`` (a judge's designs and their bootstrap rounds) at once.
 
@@ -616,14 +632,15 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     people's alone is read on the same sandwich (:func:`_pieces`, at ``lambda = 0`` its
     ratio is 1) and scales people's exact sd. ``lam``: each model's ``lambda`` tuned on all
     the clusters. A round whose fit fails holds the error in its place (:func:`fit_ppi_rounds`).
-    ``draws`` as :func:`fit_ppi_rounds`'s."""
+    ``draws`` as :func:`fit_ppi_rounds`'s. ``ratings`` False: widths only (``theta`` NaN), no fit
+    per model's ``lambda``."""
     w = np.asarray(weights, dtype=float)
     rounds, m = len(w), data.n_models
     n, big_n = w @ data.n_human, w @ data.n_judge
     people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
     errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
     live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
-    ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.zeros((rounds, m))
+    ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.full((rounds, m), np.nan)
     with one_blas_thread():
         step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
         for start in range(0, len(live), step):
@@ -639,7 +656,8 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             for k, exc in failed.items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(whole)
-            theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
+            if ratings:
+                theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
             diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
             lam_of = [_best_lambda(part) for part in shares]
 
