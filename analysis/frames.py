@@ -2,7 +2,7 @@
 
 Columns (always present): ``model_a, model_b, winner, judge, judge_type, pair_id,
 response_a, response_b, category, anony, identity_leak``, plus ``family_a, family_b,
-judge_family, prompt_id, tstamp, parse_error, prob_a, strength, baseline`` where known
+judge_family, prompt_id, prompt, tstamp, parse_error, prob_a, strength, baseline`` where known
 (missing values are NA; ``baseline`` is the model a record names as the baseline it was
 judged against, from ``meta.baseline``, e.g. AlpacaEval's ``generator_1``).
 ``anony`` (was the vote cast on anonymous models?) comes from the record or its ``meta``
@@ -43,6 +43,7 @@ COLUMNS = [
     "family_b",
     "judge_family",
     "prompt_id",
+    "prompt",
     "tstamp",
     "parse_error",
     "prob_a",
@@ -50,7 +51,7 @@ COLUMNS = [
     "baseline",
 ]
 _OPTIONAL_TEXT = ["judge", "judge_type", "pair_id", "response_a", "response_b", "category", "family_a", "family_b",
-                  "judge_family", "prompt_id", "parse_error", "baseline"]
+                  "judge_family", "prompt_id", "prompt", "parse_error", "baseline"]
 
 
 def records_to_frame(records: Iterable[Record]) -> pd.DataFrame:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ratings.style import STYLE_FEATURES, style_features
+from analysis.stats import prompt_key
 from pairlab import record_table
 from pairlab.records import HUMAN, Record
 
@@ -37,7 +38,7 @@ HUMAN_RATER = HUMAN  # every human voter is pooled under this rater name
 # from "judge", "winner" with the verdict's codes.
 _IDS = ("model_a", "model_b", "family_a", "family_b", "judge_family")
 # Keys only grouped and matched on, never shown: integers in the order of their texts.
-_KEYS = ("pair_id", "prompt")
+_KEYS = ("pair_id",)  # the prompt is a key already (analysis.stats.prompt_key)
 
 
 def _python_strings(column) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +88,7 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
         "model_a": usable["model_a"], "model_b": usable["model_b"], "family_a": usable["family_a"],
         "family_b": usable["family_b"], "judge_family": usable["judge_family"], "winner": usable["winner"],
         "len_a": len_a, "len_b": len_b, "flip": flip, "prob_a": usable["prob_a"].astype(float),
-        "prompt": usable["prompt_id"].fillna(usable["prompt"]), "category": usable["category"],
+        "prompt": _prompts(usable), "category": usable["category"],
         "strength": usable["strength"].astype(float),
         "suspect": usable["suspect"].astype(bool), **style,
     }, index=usable.index).reset_index(drop=True)
@@ -109,6 +110,15 @@ def judgment_table(records: Iterable[Record] | pd.DataFrame, human_prefix: str |
     # flip: response_a is the sorted-second text, so the canonical frame is mirrored.
     table["canon"] = np.where(flip, -shown, shown).astype(np.int8)
     return table, parse_errors
+
+
+def _prompts(usable: pd.DataFrame) -> pd.Series:
+    """Each row's prompt key (:func:`analysis.stats.prompt_key`, numbered in the texts' sorted
+    order), NA where a row has none: plain integers when every row has one."""
+    key = prompt_key(usable, sort=True)
+    if key is None:
+        return pd.Series(pd.array([pd.NA] * len(usable), dtype="Int64"), index=usable.index)
+    return key.astype(np.int64) if key.notna().all() else key
 
 
 def string_values(column: pd.Series) -> np.ndarray:

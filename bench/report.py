@@ -3,7 +3,10 @@ records against the time to merely parse them.
 
 Input (seeded, ``tests/report_sample.py``): pairs among 8 models of 4 families, one human
 vote per pair and two LLM judges judging every pair in both orders (5 records a pair):
-20,000 pairs for 100k records, 200,000 for 1M, each written to a records JSONL file.
+20,000 pairs for 100k records, 200,000 for 1M, each written to a records JSONL file. Two
+inputs of each size: one prompt a pair (the report clusters by pair), and four pairs a
+prompt (5,000 prompts for 100k: the report clusters by prompt, and every judge's worth sums
+its sandwiches per prompt and resamples whole prompts). The 1M report runs on the second.
 
 Timed, each in a fresh process, as a user runs it:
 
@@ -18,7 +21,7 @@ Goals: 100k within 8x the floor; 1M under 60 s and at most 11x the 100k time. Me
 ``--repeats`` runs (3) for 100k and the floor; the 1M report runs ``--repeats-1m`` times (1).
 Also prints, for 100k, where the time goes (reading, analysis with the figures, writing) inside one run.
 
-    python bench/report.py [--skip-1m] [--repeats N] [--repeats-1m N]
+    python bench/report.py [--skip-1m] [--skip-pairs] [--repeats N] [--repeats-1m N]
 """
 
 from __future__ import annotations
@@ -79,8 +82,11 @@ def _child_seconds(argv: list[str]) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def _write(path: Path, n_pairs: int) -> int:
-    return write_records(path, iter_synthetic_records(n_pairs, seed=0))
+PAIRS_PER_PROMPT = 4
+
+
+def _write(path: Path, n_pairs: int, pairs_per_prompt: int = 1) -> int:
+    return write_records(path, iter_synthetic_records(n_pairs, seed=0, pairs_per_prompt=pairs_per_prompt))
 
 
 def _floor(path: Path, repeats: int) -> float:
@@ -94,43 +100,58 @@ def _report(path: Path, out: Path, repeats: int, *options: str) -> tuple[float, 
     return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
-def run(repeats: int, repeats_1m: int, skip_1m: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        small, big = Path(tmp) / "votes-100k.jsonl", Path(tmp) / "votes-1m.jsonl"
-        n_small = _write(small, 20_000)
-        floor = _floor(small, repeats)
-        wall, cpu = _report(small, Path(tmp) / "report-100k", repeats)
-        wall_one, cpu_one = _report(small, Path(tmp) / "report-100k-one", repeats, "--workers", "1")
-        parts = [float(x) for x in _child_seconds([sys.executable, "-c", _PARTS, str(small),
-                                                   str(Path(tmp) / "parts")])[2].split()]
-        print(f"records: {n_small:,} (20,000 pairs, {len(MODELS)} models, humans + 2 judges in both orders); "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        print(f"parse floor, json.loads of every line: {floor:.2f} s (median of {repeats})")
-        print(f"full report, 100k: {wall:.2f} s wall, {cpu:.2f} s CPU (median of {repeats}); "
-              f"{wall / floor:.1f}x the floor (goal <= {GOAL_100K_FLOOR:.0f}x: "
-              f"{'met' if wall / floor <= GOAL_100K_FLOOR else 'MISSED'})")
-        print(f"  one process (--workers 1): {wall_one:.2f} s wall, {cpu_one:.2f} s CPU (median of {repeats}); "
-              f"{wall_one / floor:.1f}x the floor")
-        print(f"  its parts, timed inside one run: read {parts[0]:.2f} s, analysis {parts[1]:.2f} s (on every core, "
-              f"the figures drawn by its workers), writing {parts[2]:.2f} s")
+def _hundred_k(path: Path, tmp: Path, repeats: int, label: str) -> float:
+    """Times the 100k report of ``path``; prints the lines; returns its median wall time."""
+    floor = _floor(path, repeats)
+    wall, cpu = _report(path, tmp / f"report-{label}", repeats)
+    wall_one, cpu_one = _report(path, tmp / f"report-{label}-one", repeats, "--workers", "1")
+    parts = [float(x) for x in _child_seconds([sys.executable, "-c", _PARTS, str(path),
+                                               str(tmp / f"parts-{label}")])[2].split()]
+    print(f"[{label}] parse floor, json.loads of every line: {floor:.2f} s (median of {repeats})")
+    print(f"[{label}] full report, 100k: {wall:.2f} s wall, {cpu:.2f} s CPU (median of {repeats}); "
+          f"{wall / floor:.1f}x the floor (goal <= {GOAL_100K_FLOOR:.0f}x: "
+          f"{'met' if wall / floor <= GOAL_100K_FLOOR else 'MISSED'})")
+    print(f"[{label}]   one process (--workers 1): {wall_one:.2f} s wall, {cpu_one:.2f} s CPU (median of {repeats}); "
+          f"{wall_one / floor:.1f}x the floor")
+    print(f"[{label}]   its parts, timed inside one run: read {parts[0]:.2f} s, analysis {parts[1]:.2f} s (on every "
+          f"core, the figures drawn by its workers), writing {parts[2]:.2f} s")
+    return wall
+
+
+def run(repeats: int, repeats_1m: int, skip_1m: bool, skip_pairs: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; records: 100,000 (20,000 pairs, "
+              f"{len(MODELS)} models, humans + 2 judges in both orders)")
+        if not skip_pairs:
+            by_pair = tmp / "votes-100k.jsonl"
+            _write(by_pair, 20_000)
+            _hundred_k(by_pair, tmp, repeats, "a prompt a pair")
+            by_pair.unlink()
+        small = tmp / "votes-100k-prompts.jsonl"
+        _write(small, 20_000, PAIRS_PER_PROMPT)
+        wall = _hundred_k(small, tmp, repeats, f"{PAIRS_PER_PROMPT} pairs a prompt")
         if skip_1m:
             return
         small.unlink()
-        n_big = _write(big, 200_000)
+        big = tmp / "votes-1m-prompts.jsonl"
+        n_big = _write(big, 200_000, PAIRS_PER_PROMPT)
         floor_big = _floor(big, 1)
-        wall_big, cpu_big = _report(big, Path(tmp) / "report-1m", repeats_1m)
-        print(f"records: {n_big:,} (200,000 pairs); parse floor {floor_big:.2f} s")
+        wall_big, cpu_big = _report(big, tmp / "report-1m", repeats_1m)
+        print(f"records: {n_big:,} (200,000 pairs, {PAIRS_PER_PROMPT} a prompt); parse floor {floor_big:.2f} s")
         print(f"full report, 1M: {wall_big:.2f} s wall, {cpu_big:.2f} s CPU (median of {repeats_1m}); "
               f"goal < {GOAL_1M_S:.0f} s: {'met' if wall_big < GOAL_1M_S else 'MISSED'}; "
               f"{wall_big / floor_big:.1f}x its floor")
         print(f"growth, 1M / 100k: {wall_big / wall:.1f}x (goal <= {GOAL_GROWTH:.0f}x: "
-              f"{'met' if wall_big / wall <= GOAL_GROWTH else 'MISSED'})")
+              f"{'met' if wall_big / wall <= GOAL_GROWTH else 'MISSED'}); load average now "
+              f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of the 100k report and the floor (median)")
     parser.add_argument("--repeats-1m", type=int, default=1, help="runs of the 1M report (median)")
-    parser.add_argument("--skip-1m", action="store_true", help="only the 100k report")
+    parser.add_argument("--skip-1m", action="store_true", help="only the 100k reports")
+    parser.add_argument("--skip-pairs", action="store_true", help="only the prompt-clustered input")
     args = parser.parse_args()
-    run(args.repeats, args.repeats_1m, args.skip_1m)
+    run(args.repeats, args.repeats_1m, args.skip_1m, args.skip_pairs)

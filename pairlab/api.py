@@ -111,7 +111,7 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
     person's), one judge id, ``"all"`` (everyone pooled) or None (people where people and judges
     both voted). ``options`` are the command's method options by their Python names (``ties``,
     ``anchor=(model, rating)`` or ``"model=rating"``, ``ci``, ``l2``, ``strong_weight``, ``k``,
-    ``permutations``, ``baseline``). Only the votes the leaderboard counts are rated (anonymous, no
+    ``permutations``, ``baseline``, ``per_pair=True``: each pair once, not each vote). Only the votes the leaderboard counts are rated (anonymous, no
     identity leak, no vote-hygiene flag, no left-out prompt-set vote).
     """
     import warnings

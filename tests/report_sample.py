@@ -24,8 +24,10 @@ def synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> list[d
     return list(iter_synthetic_records(n_pairs, seed, rich))
 
 
-def iter_synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> Iterator[dict]:
-    """:func:`synthetic_records` one at a time (a million records need not be held at once)."""
+def iter_synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False, pairs_per_prompt: int = 1
+                           ) -> Iterator[dict]:
+    """:func:`synthetic_records` one at a time (a million records need not be held at once).
+    ``pairs_per_prompt`` consecutive pairs share a prompt (then the report clusters by prompt)."""
     rng = np.random.default_rng(seed)
     names = list(MODELS)
     strength = np.array([MODELS[m][1] for m in names])
@@ -35,7 +37,7 @@ def iter_synthetic_records(n_pairs: int, seed: int = 0, rich: bool = False) -> I
     for i in range(n_pairs):
         ma, mb = names[a[i]], names[b[i]]
         ra, rb = f"{i} {ma} " + "wd " * int(len_a[i] // 3), f"{i} {mb} " + "wd " * int(len_b[i] // 3)
-        prompt = f"prompt {i}"
+        prompt = f"prompt {i // pairs_per_prompt}"
         pid = make_pair_id(prompt, ra, rb)
         d = strength[a[i]] - strength[b[i]]
         base = {"pair_id": pid, "prompt": prompt, "family_a": MODELS[ma][0], "family_b": MODELS[mb][0]}

@@ -23,7 +23,7 @@ def test_pandalm_folder(shared_data):
     # Every test item is read: the six answers stored as JSON true too (as the text "True").
     assert all(len(v) == len(testset) for v in by_judge.values())
     item = good[0]
-    first = next(r for r in by_judge["human:annotator2"] if r.prompt_id == str(item["idx"]))
+    first = next(r for r in by_judge["human:annotator2"] if r.pair_id == f"pandalm-{item['idx']}")
     m1, m2 = item["cmp_key"].split("_")
     assert (first.model_a, first.model_b) == (m1, m2)
     assert (first.response_a, first.response_b) == (item["response1"], item["response2"])
@@ -31,14 +31,17 @@ def test_pandalm_folder(shared_data):
     assert first.prompt.startswith(item["instruction"]) and first.prompt.endswith(item["input"])
     assert first.pair_id == f"pandalm-{item['idx']}"
     assert first.judge_type == "human" and first.judge_family is None
-    panda = next(r for r in by_judge["pandalm-7b"] if r.prompt_id == str(item["idx"]))
+    panda = next(r for r in by_judge["pandalm-7b"] if r.pair_id == f"pandalm-{item['idx']}")
+    # The prompt's id names the prompt, shared by the items that repeat it (170 of them).
+    assert panda.prompt_id == first.prompt_id
+    assert len({r.prompt_id for r in by_judge["pandalm-7b"]}) == 170
     assert panda.judge_type == "llm" and panda.judge_family == "llama"
     assert {r.family_a for r in result.records} == {"bloom", "cerebras", "llama", "opt"}
     # Boolean responses are reported by idx, never silently converted or dropped.
     converted = sorted({int(i.item.split()[1]) for i in result.issues if i.path.endswith("/testset-v1.json")})
     assert converted == sorted(x["idx"] for x in testset if x not in good)
     assert all("read as the text 'True'" in i.message for i in result.issues if i.path.endswith("/testset-v1.json"))
-    assert {r.response_a for r in result.records if r.prompt_id == "157"} == {"True"}
+    assert {r.response_a for r in result.records if r.pair_id == "pandalm-157"} == {"True"}
     garbage = [r for r in by_judge["gpt-3.5-turbo"] if r.parse_error]
     # No placeholder verdict: a record without a verdict has winner None (one convention).
     assert garbage and all(r.raw_output == "garbage" and r.winner is None for r in garbage)

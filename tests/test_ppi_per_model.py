@@ -1,12 +1,13 @@
 """PPI++ with lambda tuned per model: a judge that helps on some models' pairs and misleads on
-one model's must not widen any model's interval beyond people's alone, which one lambda shared
-by every model does."""
+one model's must not widen any model's interval in the ratings table beyond people's alone,
+which one lambda shared by every model does; the worth's per-model widths are cross-fitted, so
+they may show a model the judge does not help as widened."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, ppi_data
+from analysis.ratings.ppi import fit_ppi, fit_ppi_per_model, fit_ppi_stacked, ppi_data
 from test_clustering_coverage import battles, prompts
 
 
@@ -23,10 +24,12 @@ def test_per_model_lambda_never_widens_a_model_and_one_lambda_does():
         data = ppi_data(people, judge, cluster="pair")
         shared = fit_ppi(data)
         widest_shared.append(np.max(np.sqrt(np.diag(shared.covariance) / np.diag(shared.classical_covariance))))
-        own = fit_ppi_per_model(data)
-        widest_own.append(own.width_ratio.max())
-        narrowed.append((own.width_ratio < 0.99).sum())
-        assert np.allclose(own.classical_sd, np.sqrt(np.diag(shared.classical_covariance)))
+        own = fit_ppi_stacked(data)
+        ratio = np.sqrt(np.diag(own.covariance) / np.diag(own.classical_covariance))
+        widest_own.append(ratio.max())
+        narrowed.append((ratio < 0.99).sum())
+        assert own.lams[4] < 0.1 and own.lams[4] <= own.lams[:4].min(), own.lams  # the misled model: little judge
+        assert np.allclose(fit_ppi_per_model(data).classical_sd, np.sqrt(np.diag(shared.classical_covariance)))
     assert max(widest_own) <= 1.0 + 1e-12, widest_own
     assert max(widest_shared) > 1.05, widest_shared
     assert min(narrowed) >= 2, narrowed  # it still helps where it can
@@ -46,7 +49,7 @@ def test_a_useless_judges_worth_interval_can_fall_below_one():
                      judge_type="human")[rng.random(n) < 0.3]
     worth = judge_worth(people, judge, "J", seed=0)
     assert worth.ratio_ci is not None and worth.ratio_ci[0] < 1.0 <= worth.ratio_ci[1], worth.ratio_ci
-    assert worth.per_model["width_ratio"].max() <= 1.0 + 1e-12
+    assert abs(worth.ratio - 1) < 0.03, worth.ratio
 
 
 def test_prompt_bootstrap_round_is_the_fit_of_the_prompts_copied():
@@ -79,10 +82,11 @@ def test_prompt_bootstrap_round_is_the_fit_of_the_prompts_copied():
 
 
 def test_designs_fitted_together_are_each_designs_own_per_model_fit():
-    """A judge's designs (people on a random share of its pairs) fitted in one batch, at each
-    design's distinct lambdas: each model's rating, sd and lambda as one design alone, one
-    fit per lambda, gives them, by pair and by prompt."""
-    from analysis.ratings.ppi import _solve, _tuned_lambdas, fit_ppi_per_model_rounds, fit_ppi_rounds
+    """A judge's designs (people on a random share of its pairs) fitted in one batch: each
+    model's rating, sd and lambda as the design fitted alone gives them, by pair and by prompt;
+    the one-step ratings close to the fit at each model's own lambda."""
+    from analysis.judging.worth import _design_rows, _subsample
+    from analysis.ratings.ppi import fit_ppi_per_model_rounds, fit_ppi_rounds
 
     rng = np.random.default_rng(7)
     prompt, i, j, eta = prompts(rng, 80)
@@ -91,21 +95,20 @@ def test_designs_fitted_together_are_each_designs_own_per_model_fit():
                     judge_type="llm")
     people = battles(prompt, i, j, rng.random(n) < 1 / (1 + np.exp(-eta)), judge="human", judge_type="human")
     for cluster in ("pair", "prompt"):
-        data = ppi_data(people, judge, cluster=cluster)
-        designs = data.weight * (rng.random((4, len(data.weight))) < 0.6)
+        collected = ppi_data(people, judge, cluster=cluster)
+        data = _design_rows(collected)
+        designs = np.array([_subsample(collected, round(0.4 * collected.weight.sum()), rng) for _ in range(4)])
         together = fit_ppi_per_model_rounds(data, designs)
         assert len({tuple(f.lam) for f in together}) > 1  # the designs tune different lambdas
-        for w, fit in zip(designs, together):
-            n_h, n_j = np.array([w @ data.n_human]), np.array([w @ data.n_judge])
-            _, p, _ = _solve(data, w[None], np.ones(1), n_h, n_j)
-            lams = _tuned_lambdas(data, w[None], p, n_h, n_j)[0][0]
-            alone = {lam: fit_ppi_rounds(data, w[None], float(lam))[0] for lam in np.unique(np.r_[lams, 0.0])}
-            people_sd = np.sqrt(np.diag(alone[0.0].classical_covariance))
-            for k, lam in enumerate(lams):
-                sd = np.sqrt(alone[lam].covariance[k, k])
-                expected = (0.0, people_sd[k]) if sd > people_sd[k] else (lam, sd)
-                assert (fit.lam[k], fit.sd[k]) == pytest.approx(expected, rel=1e-9, abs=1e-12)
-            assert np.allclose(fit.classical_sd, people_sd, rtol=1e-12)
+        for k, (w, fit) in enumerate(zip(designs, together)):
+            (alone,) = fit_ppi_per_model_rounds(data, designs[k:k + 1])
+            for field in ("theta", "sd", "lam", "classical_sd"):
+                np.testing.assert_allclose(getattr(fit, field), getattr(alone, field), rtol=1e-9, atol=1e-12)
+            for m, lam in enumerate(fit.lam):
+                if lam > 0:
+                    (exact,) = fit_ppi_rounds(data, w[None], float(lam))
+                    sd = np.sqrt(np.diag(exact.covariance))
+                    assert abs(fit.theta[m] - exact.theta[m]) < 0.2 * sd[m]  # one Newton step
 
 
 def test_the_headline_worth_is_read_from_the_per_model_fits():
@@ -113,7 +116,7 @@ def test_the_headline_worth_is_read_from_the_per_model_fits():
     lambda shared by every model narrows some models' intervals by widening others' (by 5-7%
     here), and a headline worth read from that fit averaged both, while the per-model widths
     beside it said another thing (their mean 0.01-0.02 below the headline's width). The headline
-    comes from the per-model fits: its mean width is theirs, and no model's is widened."""
+    comes from the per-model fits: its mean width is theirs."""
     from analysis.judging.worth import judge_worth
 
     models = np.array([f"m{k}" for k in range(6)])
@@ -136,6 +139,5 @@ def test_the_headline_worth_is_read_from_the_per_model_fits():
         people = frame(people_won, judge="human", judge_type="human")[rng.random(n) < 0.2]
         worth = judge_worth(people, frame(judge_won, judge="J", judge_type="llm"), "J", seed=0, cluster="pair")
         widths = worth.per_model["width_ratio"].to_numpy()
-        assert widths.max() <= 1.0 + 1e-12, widths
         gaps.append(abs(worth.ratio ** -0.5 - widths.mean()))
     assert max(gaps) <= 0.005, gaps

@@ -31,7 +31,7 @@ def votes(tmp_path_factory) -> Path:
         p = 1 / (1 + np.exp(-(strength[names[a]] - strength[names[b]])))
         winner = "tie" if rng.random() < 0.1 else ("model_a" if rng.random() < p else "model_b")
         records.append(
-            Record(pair_id=f"p{n}", prompt="q", model_a=names[a], model_b=names[b], response_a="x " * (n % 7 + 1),
+            Record(pair_id=f"p{n}", prompt=f"q{n}", model_a=names[a], model_b=names[b], response_a="x " * (n % 7 + 1),
                    response_b="**y**", winner=winner, judge="human:v" + str(n % 5))
         )
     path = tmp_path_factory.mktemp("votes") / "votes.jsonl"
@@ -127,7 +127,7 @@ def test_people_and_llm_judges_are_not_pooled_silently(shared_data):
     default = run_cli("--votes", str(shared_data / "pandalm"))
     assert default.returncode == 0, default.stderr
     clustering, header = default.stdout.splitlines()[:2]
-    assert clustering == "intervals clustered by pair_id (999 pairs)"  # PandaLM: one pair a prompt
+    assert clustering == "intervals clustered by prompt (170 prompts)"  # PandaLM: 1-10 pairs a prompt
     assert header.startswith("raters: people (2997 battles); LLM judges left out (")
     assert "pandalm-7b 999" in header and "gpt-3.5-turbo 974" in header
     assert "battles: 2997" in default.stdout

@@ -168,9 +168,9 @@ def test_pandalm_human_intervals_widen_to_the_pair_level_ones(shared_data):
         t = table.table.set_index("model").sort_index()
         return (t["upper"] - t["lower"]) / 2, t["rank"]
 
-    independent, old_rank = half_widths(rate(frame.drop(columns="pair_id"), "bt"))
-    sandwich, new_rank = half_widths(rate(frame, "bt"))
-    boot, _ = half_widths(rate(frame, "bt", bootstrap=500, seed=0))
+    independent, old_rank = half_widths(rate(frame.drop(columns=["pair_id", "prompt_id", "prompt"]), "bt"))
+    sandwich, new_rank = half_widths(rate(frame, "bt", cluster="pair"))
+    boot, _ = half_widths(rate(frame, "bt", bootstrap=500, seed=0, cluster="pair"))
     assert independent.between(13.5, 17).all(), independent
     assert sandwich.between(24, 29).all() and boot.between(21, 29).all(), (sandwich, boot)
     assert (sandwich / independent).between(1.6, 1.8).all()

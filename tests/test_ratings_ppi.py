@@ -266,7 +266,7 @@ def test_cli_ppi_json_block(tmp_path, pandalm):
     assert {"model", "rating", "lower", "upper", "rank", "n", "rank_set"} == set(doc["ratings"][0])
     ppi = doc["ppi"]
     assert set(ppi) == {"judge", "design", "n_human", "n_human_left_out", "n_human_pairs", "n_judge", "lambda",
-                        "effective_human_votes"}
+                        "effective_human_votes", "lambda_per_model"}
     assert ppi["design"] == "uniform"
     assert ppi["judge"] == "pandalm-7b" and ppi["n_human_pairs"] == len(pairs)
     assert ppi["effective_human_votes"] >= ppi["n_human"] == int(keep.sum()) - ppi["n_judge"]

@@ -42,7 +42,7 @@ def test_pandalm_headers_term_shrinks_under_fastchats_ridge_and_is_flagged(panda
     order = {t: list(r.table["model"]) for t, r in (("plain", plain), ("ridge", ridge))}
     assert order["plain"].index("bloom-7b") < order["plain"].index("pythia-6.9b")
     assert order["ridge"].index("pythia-6.9b") < order["ridge"].index("bloom-7b")
-    assert "ridge reg=0.5" in ridge.interval and "clustered by pair_id (999 pairs)" in ridge.interval
+    assert "ridge reg=0.5" in ridge.interval and "clustered by prompt (170 prompts)" in ridge.interval
 
 
 def styled_frame(seed: int, n: int = 600) -> pd.DataFrame:

@@ -51,7 +51,8 @@ def raw(shared_data):
         first, second = item["response1"], item["response2"]
         m1, m2 = item["cmp_key"].split("_", 1)
         # One item per test item: texts repeat across items, and a key of texts merged them.
-        base = {"key": (item["idx"], min(first, second), max(first, second)),
+        # The cluster every interval treats as independent: the prompt (170 of them, 1-10 items each).
+        base = {"key": (item["idx"], min(first, second), max(first, second)), "prompt": prompt,
                 "texts": (prompt, min(first, second), max(first, second)), "first": first, "second": second, "m1": m1, "m2": m2}
 
         def pick(code):  # the winning text, or None for a tie
@@ -105,11 +106,11 @@ def test_position(raw, report, rater):
     decisive = [v for v in votes if v["pick"] is not None]
     first = sum(v["pick"] == v["first"] for v in decisive)
     assert got["first_rate"] == pytest.approx(first / len(decisive), abs=1e-12)
-    # Three annotators per pair (and items sharing texts): the interval resamples pairs.
+    # Three annotators per pair and 1-10 pairs a prompt: the interval resamples prompts.
     per_item = defaultdict(lambda: [0, 0])
     for v in decisive:
-        per_item[v["key"]][0] += v["pick"] == v["first"]
-        per_item[v["key"]][1] += 1
+        per_item[v["prompt"]][0] += v["pick"] == v["first"]
+        per_item[v["prompt"]][1] += 1
     assert got["first_rate_ci"] == pytest.approx(_clustered_ci(per_item), abs=0.01)
     naive = wilson(first, len(decisive))
     if rater == "human":  # wider than the interval that took the 2,657 votes as independent
@@ -191,8 +192,8 @@ def test_length(raw, report, rater):
     assert got["longer_rate"] == pytest.approx(longer / len(unequal), abs=1e-12)
     per_item = defaultdict(lambda: [0, 0])
     for v in unequal:
-        per_item[v["key"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
-        per_item[v["key"]][1] += 1
+        per_item[v["prompt"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
+        per_item[v["prompt"]][1] += 1
     assert got["longer_rate_ci"] == pytest.approx(_clustered_ci(per_item), abs=0.01)
     # Logistic model: intercept, standardised length difference, +1/-1 model columns.
     sd = _length_sd(raw)
@@ -205,7 +206,7 @@ def test_length(raw, report, rater):
         row += [(v["m1"] == m) - (v["m2"] == m) for m in models]
         X.append(row)
         y.append(1.0 if v["pick"] == v["first"] else 0.0)
-        groups.append(keys.setdefault(v["key"], len(keys)))
+        groups.append(keys.setdefault(v["prompt"], len(keys)))
     fit = sm.GLM(np.array(y), np.array(X), family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": np.array(groups)}
     )
@@ -229,8 +230,8 @@ def test_length(raw, report, rater):
             assert b["longer_rate"] == pytest.approx(won / len(inside), abs=1e-12)
             cells = defaultdict(lambda: [0, 0])
             for v in inside:
-                cells[v["key"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
-                cells[v["key"]][1] += 1
+                cells[v["prompt"]][0] += v["pick"] == max(v["first"], v["second"], key=len)
+                cells[v["prompt"]][1] += 1
             assert b["ci"] == pytest.approx(_clustered_ci(cells), abs=0.015)
 
 
@@ -310,7 +311,7 @@ def test_agreement_with_humans(raw, report, judge):
     for v in raw["votes"]["human"]:
         if v["key"] in verdicts:
             a, b = _category(v["key"], verdicts[v["key"]]), _category(v["key"], v["pick"])
-            cell = per_item[v["key"]]
+            cell = per_item[v["prompt"]]
             cell[0] += a == b
             cell[1] += 1
             if a and b:
@@ -375,6 +376,7 @@ def test_self_family(raw, report):
             judge[v["key"]].append(v["pick"])
     # Per item: [agree on same-family picks, same-family combos, agree on other, other combos].
     per_item = defaultdict(lambda: [0, 0, 0, 0])
+    per_prompt = defaultdict(lambda: np.zeros(4))  # the bootstrap's clusters
     for h in raw["votes"]["human"]:
         if h["pick"] is None or not eligible(h) or h["key"] not in judge:
             continue
@@ -382,6 +384,8 @@ def test_self_family(raw, report):
         for pick in judge[h["key"]]:
             per_item[h["key"]][col] += pick == h["pick"]
             per_item[h["key"]][col + 1] += 1
+            per_prompt[h["prompt"]][col] += pick == h["pick"]
+            per_prompt[h["prompt"]][col + 1] += 1
     sums = np.array(list(per_item.values()), dtype=float)
     t = sums.sum(axis=0)
     delta = t[0] / t[1] - t[2] / t[3]
@@ -403,17 +407,18 @@ def test_self_family(raw, report):
         for j in judge_votes[h["key"]]:
             X.append([1.0, float(h["pick"] == llama_text(h)), float(h["pick"] == j["first"])])
             y.append(float(j["pick"] == h["pick"]))
-            groups.append(ids.setdefault(h["key"], len(ids)))
+            groups.append(ids.setdefault(h["prompt"], len(ids)))
     fit = sm.GLM(np.array(y), np.array(X), family=sm.families.Binomial()).fit(
         cov_type="cluster", cov_kwds={"groups": np.array(groups)})
     assert details["glm_coef"] == pytest.approx(fit.params[1], abs=1e-6)
     assert details["glm_ci"] == pytest.approx([fit.params[1] - Z * fit.bse[1], fit.params[1] + Z * fit.bse[1]], abs=1e-6)
     assert details["glm_n"] == len(y)
     rng = random.Random(12345)
-    k = len(sums)
+    clusters = np.array(list(per_prompt.values()))
+    k = len(clusters)
     reps = []
     for _ in range(2000):
-        tot = sums[[rng.randrange(k) for _ in range(k)]].sum(axis=0)
+        tot = clusters[[rng.randrange(k) for _ in range(k)]].sum(axis=0)
         reps.append(tot[0] / tot[1] - tot[2] / tot[3])
     reps.sort()
     expected = [reps[int(0.025 * 2000)], reps[int(0.975 * 2000) - 1]]
@@ -477,9 +482,9 @@ def test_markdown_and_html_are_written(report):
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     assert "| pandalm-7b |" in md and "Zheng et al. 2023" in md
-    # Labels that say what the numbers are: style (not length) control, pair-clustered intervals.
+    # Labels that say what the numbers are: style (not length) control, prompt-clustered intervals.
     assert "Bradley-Terry and style-controlled" in md and "length-controlled" not in md
-    assert "clustered by pair_id (999 pairs)" in md
+    assert "clustered by prompt (170 prompts)" in md
     assert "style element 'headers' differs between the two responses in only 2 pairs" in md
     assert html.count("data:image/png;base64,") >= 4
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")

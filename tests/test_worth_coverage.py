@@ -6,8 +6,7 @@ own lambda (PPI++ per coordinate, :func:`analysis.ratings.ppi.fit_ppi_per_model_
 true value here is that ratio of the estimator's own spreads: the standard deviations, over
 4000 fresh draws of the whole generating process (pairs, people's votes, the judge's
 verdicts), of the people-alone ratings and of the per-model PPI++ ratings as the report makes
-them (lambda tuned per model on the data, people's alone for a model whose tuned fit is
-wider). Each run draws the data once more and computes the worth and its interval as
+them (lambda tuned per model on the data). Each run draws the data once more and computes the worth and its interval as
 :func:`~analysis.judging.worth.judge_worth` does: its point fit, 100 Poisson pair-bootstrap
 rounds that keep their tuned fits, :func:`~analysis.judging.worth.worth_interval`.
 
@@ -95,12 +94,11 @@ def draws(rng: np.random.Generator, design: tuple, n: int) -> np.ndarray:
     return np.stack([np.bincount(k, minlength=3 * m * (m - 1)) for k in kind]).astype(float)
 
 
-def fitted(data: PPIData, weights: np.ndarray, fallback: np.ndarray | bool = True, chunk: int = 2020) -> list:
+def fitted(data: PPIData, weights: np.ndarray, chunk: int = 2020) -> list:
     """:func:`fit_ppi_per_model_rounds` a chunk of rows at a time: the same fits, in less memory
     (a batch of 100,000 rounds spent as much time paging as fitting)."""
-    fallback = np.broadcast_to(fallback, (len(weights),))
     return [f for start in range(0, len(weights), chunk)
-            for f in fit_ppi_per_model_rounds(data, weights[start:start + chunk], fallback[start:start + chunk])]
+            for f in fit_ppi_per_model_rounds(data, weights[start:start + chunk])]
 
 
 def mean_sd(values: np.ndarray) -> float:
@@ -115,9 +113,9 @@ def truth(rng: np.random.Generator, design: tuple) -> float:
 
 def intervals(data: PPIData, weights: np.ndarray, n_point: int) -> list:
     """Each run's worth interval from its ``n_point`` design fits then ``ROUNDS`` bootstrap rounds
-    (rows of ``weights``, run after run); as judge_worth, only the design fits fall back."""
+    (rows of ``weights``, run after run), as judge_worth."""
     per_run = n_point + ROUNDS
-    fits = fitted(data, weights, np.arange(len(weights)) % per_run < n_point, chunk=20 * per_run)
+    fits = fitted(data, weights, chunk=20 * per_run)
     out = []
     for r in range(len(weights) // per_run):
         point, rounds = fits[r * per_run:r * per_run + n_point], fits[r * per_run + n_point:(r + 1) * per_run]

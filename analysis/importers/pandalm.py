@@ -10,6 +10,7 @@ verdict (``winner`` null, ``parse_error`` and ``raw_output`` set).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -40,6 +41,18 @@ def read_folder(path: Path) -> tuple[list[Record], list[ImportIssue]]:
     return pandalm(path.parent, humans=False, judge_files=(path.name,))
 
 
+def _prompt(item: dict) -> str:
+    """A test item's prompt: its instruction, then its input where it has one."""
+    return item["instruction"] if not item.get("input") else f"{item['instruction']}\n\n{item['input']}"
+
+
+def prompt_id(prompt: str) -> str:
+    """The id of a prompt, from its text: the test set's items repeat their prompts (each
+    model pair's answers to one instruction are items of their own), and the items of one
+    prompt share its difficulty and each model's answer, so they are one cluster."""
+    return "pandalm-" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
 def _read_json_list(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
@@ -53,7 +66,8 @@ def pandalm(folder: Path, humans: bool, judge_files: tuple[str, ...]) -> tuple[l
 
     ``response1`` is shown first, so it becomes ``model_a``; ``cmp_key`` is
     ``"<model1>_<model2>"`` in that order. The prompt is the instruction plus its input.
-    ``pair_id`` is ``pandalm-<idx>``: one per test item.
+    ``pair_id`` is ``pandalm-<idx>``: one per test item; ``prompt_id`` names the prompt
+    (:func:`prompt_id`): 170 instructions carry 1-10 test items each.
     """
     testset_path = folder / TESTSET
     if not testset_path.exists():
@@ -80,7 +94,7 @@ def pandalm(folder: Path, humans: bool, judge_files: tuple[str, ...]) -> tuple[l
         model_a, sep, model_b = item["cmp_key"].partition("_")
         if not sep:
             raise RecordError(testset_path, None, f"{where}: cmp_key {item['cmp_key']!r} is not MODEL1_MODEL2")
-        prompt = item["instruction"] if not item["input"] else f"{item['instruction']}\n\n{item['input']}"
+        prompt = _prompt(item)
         base[item["idx"]] = dict(
             # One pair per test item: a hash of the texts would merge items that happen to
             # repeat a prompt and answers, joining a judge's verdict on one with votes on another.
@@ -92,7 +106,7 @@ def pandalm(folder: Path, humans: bool, judge_files: tuple[str, ...]) -> tuple[l
             response_b=item["response2"],
             family_a=family(model_a),
             family_b=family(model_b),
-            prompt_id=str(item["idx"]),
+            prompt_id=prompt_id(prompt),
             category=item.get("motivation_app"),
         )
         if humans:
@@ -141,14 +155,14 @@ def pairs_to_judge(testset: Path, n: int) -> list[Pair]:
         a, b = row["response1"], row["response2"]
         if not (isinstance(a, str) and isinstance(b, str)):
             continue
-        prompt = row["instruction"] + (f"\n\n{row['input']}" if row.get("input") else "")
+        prompt = _prompt(row)
         pair_id = make_pair_id(prompt, a, b)
         if a == b or pair_id in seen:
             continue
         seen.add(pair_id)
         model_a, _, model_b = row["cmp_key"].partition("_")
         pairs.append(Pair(pair_id=pair_id, prompt=prompt, model_a=model_a, model_b=model_b,
-                          response_a=a, response_b=b, prompt_id=str(row["idx"])))
+                          response_a=a, response_b=b, prompt_id=prompt_id(prompt)))
         if len(pairs) == n:
             return pairs
     raise ValueError(f"{testset} has fewer than {n} usable rows")

@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--weight-strong", type=float, metavar="W", dest="strong_weight",
                     help="count a graded verdict of strength >= 2 (Arena-Hard's A>>B) W times; Arena-Hard uses 3. "
                          "The bootstrap needs a whole number W")
+    bt.add_argument("--per-pair", action="store_true", default=None, dest="per_pair",
+                    help="count each pair once, its votes averaged, instead of each vote once (the default: a "
+                         "pair three people voted on weighs three times one with a single vote)")
     elo = parser.add_argument_group("online Elo (elo, elo-avg)")
     elo.add_argument("--k", type=float, help="K-factor (default 4, as FastChat)")
     elo.add_argument("--permutations", type=int, help="random orders averaged by elo-avg (default 100)")
@@ -156,19 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _options(args: argparse.Namespace) -> dict:
     allowed = {
-        "bt": ("ties", "anchor", "ci", "l2", "strong_weight"),
-        "bt-davidson": ("anchor", "ci", "l2", "strong_weight"),
+        "bt": ("ties", "anchor", "ci", "l2", "strong_weight", "per_pair"),
+        "bt-davidson": ("anchor", "ci", "l2", "strong_weight", "per_pair"),
         "elo": ("k",),
         "elo-avg": ("k", "permutations"),
         WINRATE: ("baseline",),
     }.get(args.method, ())
     options = {"level": args.level}
-    for name in ("ties", "anchor", "ci", "l2", "k", "permutations", "strong_weight", "baseline"):
+    for name in ("ties", "anchor", "ci", "l2", "k", "permutations", "strong_weight", "baseline", "per_pair"):
         value = getattr(args, name)
         if value is None:
             continue
         if name not in allowed:
-            flag = "weight-strong" if name == "strong_weight" else name
+            flag = {"strong_weight": "weight-strong", "per_pair": "per-pair"}.get(name, name)
             raise ValueError(f"--{flag} does not apply to --method {args.method}")
         options[name] = value
     return options

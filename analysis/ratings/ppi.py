@@ -47,7 +47,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "fit_ppi_stacked", "stacked_covariance", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ class PPIFit:
     n_human: float
     n_human_pairs: int
     n_judge: float
+    lams: np.ndarray | None = None  # each model's lambda where each has its own (fit_ppi_stacked)
 
     @property
     def effective_human_votes(self) -> float:
@@ -148,7 +149,8 @@ def _outcome_from_i(a: np.ndarray, b: np.ndarray, outcome: np.ndarray) -> np.nda
 
 def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, pd.Index, np.ndarray]:
     """Both sets' model codes (people's votes first) and cluster keys: a cluster is one
-    pair_id with its two models, matched across the two sets; -1 without a pair_id."""
+    pair_id with its two models, matched across the two sets; a row without a pair_id is a
+    cluster of its own (:func:`analysis.stats.cluster_codes`, the rule of every command)."""
     for name, frame in (("human votes", human), ("judge verdicts", judge)):
         if frame.empty:
             raise ValueError(f"no {name} to rate with --ppi")
@@ -159,9 +161,8 @@ def _clusters(human: pd.DataFrame, judge: pd.DataFrame) -> tuple[np.ndarray, np.
     a, b, models = _encode_models(pd.concat([human["model_a"], judge["model_a"]], ignore_index=True),
                                   pd.concat([human["model_b"], judge["model_b"]], ignore_index=True))
     m = len(models)
-    pid_codes, _ = pd.factorize(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True))
-    key = (pid_codes.astype(np.int64) * m + np.minimum(a, b)) * m + np.maximum(a, b)
-    return a, b, models, np.where(pid_codes < 0, -1, key)
+    pid_codes = cluster_codes(pd.concat([human["pair_id"], judge["pair_id"]], ignore_index=True)).astype(np.int64)
+    return a, b, models, (pid_codes * m + np.minimum(a, b)) * m + np.maximum(a, b)
 
 
 def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the judge", *,
@@ -213,8 +214,9 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     m = len(models)
     y = _outcome_from_i(a, b, np.r_[encode_winners(winners), encode_winners(judge["winner"])])
     hy, jy = y[:n_h], y[n_h:]
-    if (key[n_h:] < 0).any():
-        raise ValueError(f"{int((key[n_h:] < 0).sum())} verdicts of {judge_name} have no pair_id")
+    no_pair = judge["pair_id"].isna().to_numpy()
+    if no_pair.any():
+        raise ValueError(f"{int(no_pair.sum())} verdicts of {judge_name} have no pair_id")
     hc, jc = cluster[:n_h], cluster[n_h:]
     if unseen.any():
         raise ValueError(
@@ -326,16 +328,22 @@ def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
     r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
-    # Each part's mean score (per judged pair, per vote): what its clusters are centred by.
-    means = _scatter(data, weights, np.stack([r_judge, r_human, r_pred], axis=1))
-    zero = np.zeros_like(pk)
-    return _Scores(
-        human=r_human,
-        judge=r_judge - r_pred,
-        human_shares=np.stack([zero, zero + data.n_human / n, zero], axis=-1),
-        judge_shares=np.stack([zero + data.n_judge / big_n, zero, -data.n_human / n + zero], axis=-1),
-        means=means,
-    )
+    # Each part's mean score (per judged pair, per vote): what its clusters are centred by, from
+    # its sums per model pair (the residuals are linear in each row's counts at its pair's p).
+    bins = _Bins.of(data.pair, len(data.i))
+    per_pair = {name: bins.sum(weights * getattr(data, name)) for name in
+                ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")}
+    sums = np.stack([(per_pair["yhat_judge"] - per_pair["n_judge"] * p) / big_n,
+                     (per_pair["y_human"] - per_pair["n_human"] * p) / n,
+                     (per_pair["yhat_human"] - per_pair["n_human"] * p) / n], axis=1)  # (rounds, 3, pairs)
+    m = data.n_models
+    means = bincount_rows(data.i, sums.reshape(-1, len(data.i)), m) - bincount_rows(data.j, sums.reshape(-1, len(data.i)), m)
+    human_shares, judge_shares = np.zeros(pk.shape + (3,)), np.zeros(pk.shape + (3,))
+    human_shares[:, :, 1] = data.n_human / n
+    judge_shares[:, :, 0] = data.n_judge / big_n
+    judge_shares[:, :, 2] = -data.n_human / n
+    return _Scores(human=r_human, judge=r_judge - r_pred, human_shares=human_shares, judge_shares=judge_shares,
+                   means=means.reshape(len(weights), 3, m))
 
 
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
@@ -360,21 +368,58 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
 
 def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
                    t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
-    """:func:`_cross` with the scores summed per prompt first: one (prompts, models) matrix a round."""
+    """:func:`_cross` with the scores summed per prompt first (:func:`_group_sums`)."""
+    left = _group_sums(data, weights, s, s_shares, means)
+    return _per_draw(left, draws).transpose(0, 2, 1) @ _group_sums(data, weights, t, t_shares, means)
+
+
+def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
+    """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_cross`)."""
+    return sums if draws is None else sums / np.where(draws > 0, draws, 1.0)[:, :, None]
+
+
+def _group_sums(data: PPIData, weights: np.ndarray, values: np.ndarray, shares: np.ndarray, means: np.ndarray
+                ) -> np.ndarray:
+    """Per prompt and round, ``sum_c w_c (v_c (e_i - e_j) - shares_c M)``: every round at once, the
+    first term a bincount over (prompt, model) cells, the second a bincount over prompts times
+    ``M``, so no (clusters, models) matrix is built and no round is looped over. ``(rounds, prompts, models)``."""
     m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
-    out = np.empty((len(weights), m, m))
-    for r in range(len(weights)):
-        sums = []
-        for values, shares in ((s[r], s_shares[r]), (t[r], t_shares[r])):
-            per_row = -(shares @ means[r])  # (rows, models): each row's centring
-            np.add.at(per_row, (np.arange(len(values)), data.i[data.pair]), values)
-            np.add.at(per_row, (np.arange(len(values)), data.j[data.pair]), -values)
-            per_row *= weights[r][:, None]
-            sums.append(np.stack([np.bincount(data.group, per_row[:, k], n_groups) for k in range(m)], axis=1))
-        if draws is not None:
-            sums[0] = sums[0] / np.where(draws[r] > 0, draws[r], 1.0)[:, None]
-        out[r] = sums[0].T @ sums[1]
-    return out
+    wv = weights * values
+    x = _cells(data, n_groups).sum(wv).reshape(len(weights), n_groups, m)
+    groups = _Bins.of(data.group, n_groups)
+    for k in range(shares.shape[2]):  # a part's shares are zero in some columns: those add nothing
+        if shares[:, :, k].any():
+            x -= groups.sum(weights * shares[:, :, k])[:, :, None] * means[:, None, k, :]
+    return x
+
+
+def _cells(data: PPIData, n_groups: int) -> _Bins:
+    """Each row's score into its (prompt, model) cells: +1 to model i's, -1 to model j's."""
+    m, rows = data.n_models, np.arange(len(data.pair))
+    return _Bins(np.r_[rows, rows], np.r_[data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]],
+                 n_groups * m, np.r_[np.ones(len(rows)), -np.ones(len(rows))])
+
+
+class _Bins:
+    """Sums of each round's row values into bins, several sums on one binning: a sparse (rows,
+    bins) matrix (row ``rows[k]`` adds ``values[k]`` times itself to bin ``bins[k]``) built
+    once, each sum one sparse product, with no (rounds x rows) index array as
+    :func:`bincount_rows` builds on every call."""
+
+    def __init__(self, rows: np.ndarray, bins: np.ndarray, size: int, values: np.ndarray | None = None):
+        from scipy import sparse
+
+        n_rows = int(rows.max(initial=-1)) + 1
+        self.matrix = sparse.csr_matrix((np.ones(len(rows)) if values is None else values, (rows, bins)),
+                                        shape=(n_rows, size))
+
+    @classmethod
+    def of(cls, index: np.ndarray, size: int) -> _Bins:
+        """Row k into bin ``index[k]``."""
+        return cls(np.arange(len(index)), index, size)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray((self.matrix.T @ values.T).T)
 
 
 def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
@@ -427,31 +472,79 @@ def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarr
         return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
-def _tuned_lambdas(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                   draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
-    """PPI++'s per-coordinate ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, sec. 2.2, the
-    coordinate-wise form): for each model the ``lambda`` minimising its own rating's variance,
-    ``-[J^-1 (C + C^T) J^-1]_mm / (2 [J^-1 V J^-1]_mm)``, clipped to [0, 1]; ``(rounds, models)``."""
+def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+            draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+            ) -> tuple[list[np.ndarray], dict[int, Exception]]:
+    """The sandwich of the estimating equation at every ``lambda`` at once: PPI++'s variance is
+    quadratic in ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, eq. 6), ``J^-1 (V_hh + lambda (C +
+    C^T) + lambda^2 V_jj) J^-1``, so its three parts ``J^-1 V_hh J^-1``, ``J^-1 C J^-1`` and
+    ``J^-1 V_jj J^-1`` (people's part, their cross with the judge's part, the judge's part, at
+    the pilot solution ``p``) give any model's variance at any ``lambda`` and the covariance
+    between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for ``weights``,
+    then for each of ``splits`` (weights of a part of the clusters: that part's share of the
+    sums, with the whole's scores, centring and ``J``)."""
     sc = _scores(data, weights, p, n, big_n)
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
-    denominator = 2 * np.diagonal(inverse @ var @ inverse, axis1=1, axis2=2)
-    numerator = -np.diagonal(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+    parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
+             (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
+             (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
+    if data.group is None:
+        crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
+    else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
+        human = _group_sums(data, weights, sc.human, sc.human_shares, sc.means)
+        judge = _group_sums(data, weights, sc.judge, sc.judge_shares, sc.means)
+        pairs = ((human, human), (human, judge), (judge, judge))
+        crosses = []
+        for w in (weights, *splits):
+            kept = np.ones(human.shape[:2]) if w is weights else _kept_prompts(data, weights, w)
+            crosses.append([(_per_draw(a, draws) * kept[:, :, None]).transpose(0, 2, 1) @ b for a, b in pairs])
+    return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
+
+
+def _kept_prompts(data: PPIData, weights: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
+    n_groups = int(data.group.max(initial=-1)) + 1
+    return (bincount_rows(data.group, part, n_groups) > 0).astype(float)
+
+
+def _best_lambda(pieces: np.ndarray) -> np.ndarray:
+    """Per model the ``lambda`` minimising its own variance, ``-[J^-1 C J^-1]_kk / [J^-1 V_jj J^-1]_kk``
+    (PPI++ sec. 2.2, per coordinate), clipped to [0, 1]; ``(rounds, models)``."""
+    people, cross, judge = (np.diagonal(pieces[:, k], axis1=1, axis2=2) for k in range(3))
+    with np.errstate(divide="ignore", invalid="ignore"):  # no judge part (people on every judged pair): 0
+        return np.where(judge > 1e-12 * people, np.clip(-cross / judge, 0.0, 1.0), 0.0)
+
+
+def stacked_covariance(pieces: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The joint covariance of the stacked estimating equations, model k's at its own
+    ``lam[k]`` (one sandwich over all K equations): ``A + B L + L B^T + L Q L`` with ``A, B, Q``
+    :func:`_pieces`' three parts and ``L = diag(lam)``; ``pieces`` (3, K, K)."""
+    a, b, q = pieces
+    return a + b * lam[None, :] + (b * lam[None, :]).T + lam[:, None] * q * lam[None, :]
+
+
+def _folds(data: PPIData, weights: np.ndarray, seed: int) -> np.ndarray:
+    """Each round's weights split in two halves of its clusters, drawn at random (seeded: the same
+    halves for every round and every call): by prompt, every prompt in one half; else each row's clusters split in
+    halves. ``(2, rounds, rows)``."""
+    rng = np.random.default_rng(seed)
+    if data.group is not None:
+        half = rng.random(int(data.group.max(initial=-1)) + 1) < 0.5
+        first = weights * half[data.group]
+    else:  # a row standing for w clusters: half of them each side, the odd one by a coin per row
+        whole = np.round(weights)
+        first = whole // 2 + (whole % 2) * (rng.random(weights.shape[-1]) < 0.5)
+    return np.stack([first, weights - first])
 
 
 @dataclass(frozen=True)
 class PerModelPPI:
-    """Each model's rating from its own ``lambda`` (PPI++ per coordinate): ``theta`` and ``sd``
-    (centred log-strengths; model k's is coordinate k of the fit at its ``lambda``, centred
-    there), ``lam`` per model, and people's alone (``classical_sd``, ``n_human`` their votes).
-    With the fallback, a model whose tuned interval came out wider than people's alone takes
-    ``lambda = 0``. Each coordinate is unbiased for people's rating, but the vector's sum is
-    not 0 (its sd was 40% of one coordinate's, 2000 draws of tests/test_worth_coverage.py's
-    informative design) and the covariance between coordinates of different fits is not
-    estimated: read a model's rating and width, not gaps between models (rank sets need one fit)."""
+    """Each model's rating and width from its own ``lambda`` (PPI++ per coordinate): ``theta``
+    (model k's coordinate one Newton step from the pilot fit to its ``lambda``; people's where it
+    is 0), ``sd`` per model
+    (:func:`fit_ppi_per_model_rounds`: cross-fitted, so it may exceed people's alone where the
+    judge does not help that model), ``lam`` per model (tuned on all the clusters), and people's
+    alone (``classical_theta``, ``classical_sd``, ``n_human`` their votes)."""
 
     models: pd.Index
     theta: np.ndarray
@@ -463,7 +556,8 @@ class PerModelPPI:
 
     @property
     def width_ratio(self) -> np.ndarray:
-        """Per model: its interval's width with the judge over people's alone (1: no help)."""
+        """Per model: its interval's width with the judge over people's alone (1: no help; above
+        1: the judge widens it)."""
         return self.sd / self.classical_sd
 
     @property
@@ -489,82 +583,134 @@ def _draws_of(draws: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
     return None if draws is None else draws[rows]
 
 
+def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta_1: np.ndarray, n: np.ndarray,
+                     big_n: np.ndarray) -> np.ndarray:
+    """Per round, model k's coordinate of the fit at its own ``lams[k]`` (one batched fit per
+    round and distinct ``lambda`` in (0, 1); 1 is the pilot ``theta_1``, 0 left for people's)."""
+    out = theta_1.copy()
+    rows, grid = np.nonzero((lams > 0) & (lams < 1))
+    if not len(rows):
+        return out
+    key, first, inverse = np.unique(np.c_[rows, lams[rows, grid]], axis=0, return_index=True, return_inverse=True)
+    at, lam = rows[first], key[:, 1]
+    fits, _, failed = _solve(data, weights[at], lam, n[at], big_n[at])
+    fits[list(failed)] = np.nan  # a fit that fails gives no rating (its round's sd stands)
+    out[rows, grid] = fits[inverse.ravel(), grid]
+    return out
+
+
+def _per_model(people: PPIFit, theta: np.ndarray, lam: np.ndarray, ratio: np.ndarray, n_human: float
+               ) -> PerModelPPI:
+    classical_sd = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None))
+    return PerModelPPI(people.models, theta=theta, sd=classical_sd * ratio, lam=lam,
+                       classical_theta=people.classical_theta, classical_sd=classical_sd, n_human=n_human)
+
+
 def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerModelPPI:
-    """:func:`fit_ppi` with ``lambda`` tuned per model (:func:`_tuned_lambdas`): one fit per
-    distinct ``lambda``, each model's rating and variance read from the fit at its own."""
+    """:func:`fit_ppi_per_model_rounds` of one round: ``data`` with its own weights."""
     (fit,) = fit_ppi_per_model_rounds(data, data.weight[None] if weights is None else np.asarray(weights)[None])
     if isinstance(fit, Exception):
         raise fit
     return fit
 
 
+# Rounds fitted together in chunks of about this many (round, row) cells: a judge's 171 rounds
+# of 40,000 rows at once held GBs.
 _CHUNK_CELLS = 2_000_000
 
 
-def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, fallback: bool | np.ndarray = True,
-                             draws: np.ndarray | None = None) -> list[PerModelPPI | Exception]:
-    """:func:`fit_ppi_per_model` with each row of ``weights`` ``(rounds, rows)`` as its weight
-    (a judge's designs and their bootstrap rounds), every round's fits at its distinct
-    ``lambda`` solved in one batch, each as its own fit would come out. A round whose fit
-    fails holds the error in its place (:func:`fit_ppi_rounds`). ``fallback`` False for a
-    round: its models keep their tuned fits even where wider than people's alone (a bootstrap
-    round of a judge's worth, whose interval must be free to fall below 1x). ``draws`` as
-    :func:`fit_ppi_rounds`'s."""
+def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None,
+                             seed: int = 0, ratings: bool = True) -> list[PerModelPPI | Exception]:
+    """Each model's width with the judge at its own ``lambda`` (PPI++ per coordinate), for each
+    row of ``weights`` ``(rounds, rows)`` (a judge's designs and their bootstrap rounds) at once.
+
+    Read honestly: a ``lambda`` tuned on the clusters its variance is then read on picks the
+    luckiest draw of the sandwich, so read it there was 4-5% too narrow for every judge (a
+    judge of no use read 1.08x for a true 1.03x), and a judge that widens a model could never
+    show it. The width is cross-fitted instead: the clusters split in two halves at random
+    (:func:`_folds`), each half's share of the variance is read at the ``lambda`` tuned on the
+    other half, and the two shares added (the sandwich is a sum over clusters). Its ratio to
+    people's alone is read on the same sandwich (:func:`_pieces`, at ``lambda = 0`` its
+    ratio is 1) and scales people's exact sd. ``lam``: each model's ``lambda`` tuned on all
+    the clusters. A round whose fit fails holds the error in its place (:func:`fit_ppi_rounds`).
+    ``draws`` as :func:`fit_ppi_rounds`'s. ``ratings`` False: widths only (``theta`` NaN), no fit
+    per model's ``lambda``."""
     w = np.asarray(weights, dtype=float)
     rounds, m = len(w), data.n_models
     n, big_n = w @ data.n_human, w @ data.n_judge
-    fallback = np.broadcast_to(fallback, (rounds,))
     people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
     errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
     live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
-    if not len(live):
-        return [errors[r] for r in range(rounds)]
-    lams = np.zeros((rounds, m))
+    ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.full((rounds, m), np.nan)
     with one_blas_thread():
-        theta_1, p_1, failed = _solve(data, w[live], np.ones(len(live)), n[live], big_n[live])
-        keep = np.setdiff1d(np.arange(len(live)), list(failed))
-        theta_1, p_1, live = theta_1[keep], p_1[keep], _drop_failed(live, failed, errors)
-        lams[live], failed = _tuned_lambdas(data, w[live], p_1, n[live], big_n[live], _draws_of(draws, live))
-        keep = np.setdiff1d(np.arange(len(live)), list(failed))
-        theta_1, p_1, live = theta_1[keep], p_1[keep], _drop_failed(live, failed, errors)
-        # One fit per round and distinct lambda in (0, 1]: 0 is people's fit, 1 the pilot's solution.
-        grids = {int(r): np.unique(lams[r][lams[r] > 0]) for r in live}
-        rows = np.array([r for r in live for _ in grids[int(r)]], dtype=np.int64)
-        grid = np.concatenate([grids[int(r)] for r in live]) if len(live) else np.zeros(0)
-        theta_g, p_g = np.zeros((len(rows), m)), np.zeros((len(rows), len(data.i)))
-        pilot = dict(zip(live.tolist(), range(len(live))))
-        ones = grid == 1
-        theta_g[ones] = theta_1[[pilot[int(r)] for r in rows[ones]]]
-        p_g[ones] = p_1[[pilot[int(r)] for r in rows[ones]]]
-        cov_g = np.zeros((len(rows), m, m))
-        # A judge's fits at every round's lambdas at once held 3.7 GB for 30 models (5,000 fits of
-        # 5,000 rows); in chunks of about _CHUNK_CELLS (fit, row) cells they hold 0.8 GB.
         step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
-        for start in range(0, len(rows), step):
-            at_g = np.arange(start, min(start + step, len(rows)))
-            inside = at_g[~ones[at_g]]
-            if len(inside):
-                theta_g[inside], p_g[inside], failed = _solve(data, w[rows[inside]], grid[inside], n[rows[inside]],
-                                                              big_n[rows[inside]])
-                for k, exc in failed.items():
-                    errors.setdefault(int(rows[inside[k]]), exc)
-            cov_g[at_g], failed = _fit_at(data, w[rows[at_g]], grid[at_g], n[rows[at_g]], big_n[rows[at_g]],
-                                          theta_g[at_g], p_g[at_g], _draws_of(draws, rows[at_g]))
+        for start in range(0, len(live), step):
+            at = live[start:start + step]
+            theta_1, p_1, failed = _solve(data, w[at], np.ones(len(at)), n[at], big_n[at])
+            ok = _drop_failed(at, failed, errors)
+            keep = np.isin(at, ok)
+            at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
+            if not len(at):
+                continue
+            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
+                                               tuple(_folds(data, w[at], seed)))
             for k, exc in failed.items():
-                errors.setdefault(int(rows[at_g[k]]), exc)
-    ok = np.array([r not in errors for r in range(rounds)])
-    classical_theta = np.array([f.classical_theta if ok[r] else np.zeros(m) for r, f in enumerate(people)])
-    classical_sd = np.array([np.sqrt(np.clip(np.diag(f.classical_covariance), 0, None)) if ok[r] else np.ones(m)
-                             for r, f in enumerate(people)])
-    theta, sd = classical_theta.copy(), classical_sd.copy()
-    g, k = np.nonzero(lams[rows] == grid[:, None])  # model k of round rows[g] takes fit g's coordinate
-    theta[rows[g], k] = theta_g[g, k]
-    sd[rows[g], k] = np.sqrt(np.clip(cov_g[g, k, k], 0, None))
-    wider = (sd > classical_sd) & fallback[:, None]
-    theta[wider], sd[wider], lams[wider] = classical_theta[wider], classical_sd[wider], 0.0
+                errors.setdefault(int(at[k]), exc)
+            lams[at] = _best_lambda(whole)
+            if ratings:
+                theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
+            diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
+            lam_of = [_best_lambda(part) for part in shares]
+
+            def read(d: np.ndarray, lam: np.ndarray) -> np.ndarray:
+                return d[:, 0] + 2 * lam * d[:, 1] + lam ** 2 * d[:, 2]
+
+            honest = read(diag[0], lam_of[1]) + read(diag[1], lam_of[0])
+            alone = np.diagonal(whole[:, 0], axis1=1, axis2=2)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio[at] = np.where(alone > 0, np.sqrt(np.clip(honest, 0, None) / alone), 1.0)
     return [errors[r] if r in errors else
-            PerModelPPI(data.models, theta[r], sd[r], lams[r], classical_theta[r], classical_sd[r], float(n[r]))
+            _per_model(people[r], np.where(lams[r] > 0, theta[r], people[r].classical_theta), lams[r], ratio[r],
+                       float(n[r]))
             for r in range(rounds)]
+
+
+def fit_ppi_stacked(data: PPIData) -> PPIFit:
+    """The ratings table's fit, every model at its own ``lambda`` (PPI++ per coordinate, tuned on
+    all the clusters): model k's rating is coordinate k of the fit at its ``lambda`` (one fit per
+    distinct ``lambda``), and the covariance is that of the K stacked estimating equations, one
+    sandwich over all of them (:func:`stacked_covariance`), so gaps and rank sets read it whole.
+    As the worth (:func:`fit_ppi_per_model_rounds`), it is read relative to people's alone on the
+    same sandwich and scaled by people's exact widths: no model's interval is wider than
+    people's alone, and one the judge cannot help keeps people's (its ``lambda`` is 0).
+    ``lam`` is the mean of the models' ``lambda``s, ``lams`` each one."""
+    w = data.weight[None]
+    (people,) = fit_ppi_rounds(data, w, 0.0)
+    if isinstance(people, Exception):
+        raise people
+    n, big_n = w @ data.n_human, w @ data.n_judge
+    with one_blas_thread():
+        _, p_1, failed = _solve(data, w, np.ones(1), n, big_n)
+        if failed:
+            raise failed[0]
+        (whole,), failed = _pieces(data, w, p_1, n, big_n)
+        if failed:
+            raise failed[0]
+        lams = _best_lambda(whole)[0]
+        theta = people.classical_theta.copy()
+        inside = np.unique(lams[lams > 0])
+        if len(inside):
+            fits, _, failed = _solve(data, np.repeat(w, len(inside), axis=0), inside, np.repeat(n, len(inside)),
+                                     np.repeat(big_n, len(inside)))
+            if failed:
+                raise next(iter(failed.values()))
+            for k in np.flatnonzero(lams > 0):
+                theta[k] = fits[np.searchsorted(inside, lams[k]), k]
+    joint = stacked_covariance(whole[0], lams)
+    alone = np.sqrt(np.clip(np.diag(whole[0][0]), 1e-300, None))
+    scale = np.sqrt(np.clip(np.diag(people.classical_covariance), 0, None)) / alone
+    return replace(people, theta=theta, covariance=scale[:, None] * joint * scale[None, :], lam=float(lams.mean()),
+                   lams=lams)
 
 
 def fit_ppi(data: PPIData, lam: float | None = None) -> PPIFit:
@@ -587,7 +733,7 @@ def _mean_sd(covariance: np.ndarray) -> np.ndarray:
 
 
 def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray | None = None,
-                   fallback: bool | np.ndarray = True, draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
+                   draws: np.ndarray | None = None) -> list[PPIFit | Exception]:
     """:func:`fit_ppi` of ``data`` with each row of ``weights`` ``(rounds, rows)`` as its
     ``weight``: bootstrap rounds and designs share the rows of compressed data and differ in
     weights only, so their fits are solved together (one batched Newton fit per ``lambda``,
@@ -648,9 +794,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
                                       theta[fitted], p[fitted], _draws_of(draws, fitted))
         _drop_failed(fitted, failed, errors)
         if lam is None:
-            # ``fallback`` False for a round: its tuned fit stands even when wider (a bootstrap
-            # round of a judge's worth, whose interval must be free to fall below 1x).
-            wider = np.flatnonzero((_mean_sd(cov) > _mean_sd(classical_cov)) & np.broadcast_to(fallback, (rounds,)))
+            wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
             theta[wider], cov[wider], tuned[wider] = classical_theta[wider], classical_cov[wider], 0.0
     n_human_pairs = weights @ (data.n_human > 0)
     return [errors[r] if r in errors else PPIFit(
@@ -721,6 +865,8 @@ class PPIRatings:
             "lambda": self.fit.lam,
             "effective_human_votes": self.fit.effective_human_votes,
         }
+        if self.fit.lams is not None:
+            out["lambda_per_model"] = dict(zip(self.fit.models.astype(str), map(float, self.fit.lams)))
         if self.design is not None:  # the fit's sums are weighted: the counts are the votes'
             out.update(n_human=self.design.n_votes, effective_human_votes=self.design.effective_votes,
                        picks=self.design.to_dict())
@@ -735,7 +881,9 @@ class PPIRatings:
             f"design: {self.design.name} ({self.design.n_pairs} picked pairs, inclusion probabilities "
             f"{self.design.min_prob:.3f}-{self.design.max_prob:.3f}), people's votes weighted by their inverse "
             "(active inference, Zrnic & Candes 2024)\n")
-        return design + (f"prediction-powered (PPI++) with judge {self.judge}: lambda {s['lambda']:.2f}; "
+        lam = (f"lambda {s['lambda']:.2f}" if self.fit.lams is None else "lambda per model (" + ", ".join(
+            f"{m} {v:.2f}" for m, v in s["lambda_per_model"].items()) + "), one sandwich over the stacked equations")
+        return design + (f"prediction-powered (PPI++) with judge {self.judge}: {lam}; "
                 f"{s['n_human']} human votes on {s['n_human_pairs']} pairs, {s['n_judge']} judged pairs{left_out}\n"
                 f"effective human votes: {s['effective_human_votes']:.0f} (people's votes alone would need this "
                 f"many for intervals as narrow)\n"
@@ -828,7 +976,7 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
     unweighted = data if picks is None else ppi_data(human, verdicts, repr(judge), unjudged="leave out",
                                                      cluster=cluster)
     n_left_out = len(human) - round(unweighted.totals()[0])
-    fit = fit_ppi(data, lam)
+    fit = fit_ppi_stacked(data) if lam is None else fit_ppi(data, lam)
     design = None
     if picks is not None:
         # What people's votes alone are worth: their unweighted fit's widths stand for votes on
@@ -842,7 +990,8 @@ def ppi_ratings(frame: pd.DataFrame, judge: str, *, level: float = 0.95, lam: fl
                              effective_votes=float((len(human) - n_left_out) * ratio ** 2))
     n = data.n_battles
     unit = "pair_id" if data.group is None else f"prompt ({int(data.group.max()) + 1} prompts)"
-    interval = (f"PPI++ sandwich Wald {level:.0%} (lambda={fit.lam:.2f}), clustered by {unit} "
+    lam_text = f"lambda={fit.lam:.2f}" if fit.lams is None else "lambda per model, mean {:.2f}".format(fit.lam)
+    interval = (f"PPI++ sandwich Wald {level:.0%} ({lam_text}), clustered by {unit} "
                 f"({fit.n_human_pairs} human pairs, {int(fit.n_judge)} judged pairs)"
                 + ("" if design is None else f", {design.name} weighted by inverse inclusion probability"))
     table, sets = elo_table(fit, fit.theta, fit.covariance, n, level, "bt-ppi", interval)
@@ -976,7 +1125,8 @@ def check_ppi_options(args) -> None:
     if args.method not in ("bt", "winrate"):
         raise ValueError(f"--ppi applies to --method bt or winrate, not {args.method}")
     for flag, value in (("bootstrap", args.bootstrap), ("ties", args.ties), ("anchor", args.anchor),
-                        ("ci", args.ci), ("l2", args.l2), ("weight-strong", args.strong_weight)):
+                        ("ci", args.ci), ("l2", args.l2), ("weight-strong", args.strong_weight),
+                        ("per-pair", getattr(args, "per_pair", None))):
         if value:
             raise ValueError(f"--{flag} does not apply with --ppi (its intervals are the PPI++ sandwich)")
     if args.humans_only:

@@ -144,10 +144,23 @@ def _independent(clustering: Clustering) -> bool:
     return clustering.groups is None or clustering.n == len(clustering.groups)
 
 
+def per_pair_weights(frame: pd.DataFrame) -> np.ndarray:
+    """Per vote, 1 / the votes on its pair (``pair_id``): each pair counts once, its votes averaged,
+    instead of once per voter (the default estimand: every vote counts once)."""
+    if "pair_id" not in frame.columns or frame["pair_id"].isna().all():
+        raise ValueError("per_pair needs the votes' pair_id: each pair counts once")
+    codes = cluster_codes(frame["pair_id"])  # a vote without a pair_id is a pair of its own
+    return 1.0 / np.bincount(codes)[codes]
+
+
 def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0, ci=None, level=0.95, name="bt",
-        strong_weight=None):
+        strong_weight=None, per_pair=False):
     weights = None if strong_weight is None else strength_weights(frame, strong_weight)
-    groups = None if _independent(clustering) else clustering.groups
+    if per_pair:
+        weights = per_pair_weights(frame) * (1.0 if weights is None else weights)
+    estimand = "each pair counted once (its votes averaged)" if per_pair else "each vote counted once"
+    # Weighted battles stay clusters of their own: summed into cells, a weight would read as that many battles.
+    groups = None if _independent(clustering) and weights is None else clustering.groups
     counts = aggregate(frame["model_a"], frame["model_b"], frame["winner"], weights, groups=groups)
     fit = fit_counts(counts, ties=ties, l2=l2)
     ci = ci or ("bootstrap" if bootstrap else "sandwich")
@@ -170,7 +183,7 @@ def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0,
         thetas = replicates.params[:, : counts.n_models]
         samples = thetas @ to_elo_matrix(counts.models, anchor).T + (CENTRE if anchor is None else anchor[1])
         lower, upper = percentile_interval(samples, level)
-        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}"
+        interval = f"bootstrap percentile {level:.0%}, {bootstrap} rounds, seed {seed}, {clustering}, {estimand}"
         if replicates.n_prior:
             interval += (
                 f"; {replicates.n_prior} rounds in which a model only won or only lost were fitted with a "
@@ -178,7 +191,7 @@ def _bt(frame, *, bootstrap, seed, clustering, ties="half", anchor=None, l2=0.0,
             )
     else:
         lower, upper = fit.elo_intervals(anchor, kind=ci, level=level)
-        interval = f"{ci} Wald {level:.0%}, {clustering}"
+        interval = f"{ci} Wald {level:.0%}, {clustering}, {estimand}"
     rank = None
     if anchor is not None:
         # The anchored model's rating is fixed by choice, so it has no interval; the ranks are the

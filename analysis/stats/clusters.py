@@ -5,6 +5,10 @@ touches all of them, so whenever a prompt carries more than one pair the default
 prompt (``prompt_id``, else the prompt text); otherwise it is the pair (``pair_id``: several
 people on one pair, a judge seeing both orders). ``cluster="pair"`` or ``"prompt"`` forces one.
 Sandwich covariances sum scores within a cluster; bootstraps resample clusters.
+
+One rule for what is missing, in every command: a missing or blank prompt is no prompt (a
+plain ``model_a,model_b,winner`` table is not one prompt of every vote), a prompt text is a
+prompt though no ``prompt_id`` names it, and a row without a group is a cluster of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["CLUSTERS", "Clustering", "cluster_codes", "cluster_groups", "item_clusters", "per_cluster", "prompt_column",
-           "row_clusters"]
+           "prompt_key", "row_clusters"]
 
 
 CLUSTERS = ("pair", "prompt")
@@ -40,11 +44,11 @@ class Clustering:
 
 
 def cluster_codes(groups) -> np.ndarray:
-    """Integer cluster codes of ``groups``; a row without a group (None, NaN) is a cluster of
-    its own rather than one cluster of all the missing ones."""
-    codes, uniques = pd.factorize(pd.Series(groups, copy=False))
+    """Integer cluster codes of ``groups``; a row without a group (None, NaN, blank text) is a
+    cluster of its own rather than one cluster of all the missing ones."""
+    codes, n = _given_codes(pd.Series(groups, copy=False))
     alone = codes < 0
-    codes[alone] = len(uniques) + np.arange(alone.sum())
+    codes[alone] = n + np.arange(alone.sum())
     return codes
 
 
@@ -59,6 +63,52 @@ def prompt_column(frame: pd.DataFrame) -> pd.Series | None:
     return prompt
 
 
+def _given_codes(column: pd.Series, sort: bool = False) -> tuple[np.ndarray, int]:
+    """``column``'s codes with -1 where it has no value: missing, or text that is blank."""
+    codes, uniques = pd.factorize(column, sort=sort)
+    if len(uniques):
+        # Blank texts are looked for among the distinct values, not in every row.
+        values = pd.Series(uniques)
+        blank = (np.zeros(len(values), dtype=bool) if pd.api.types.is_numeric_dtype(values.dtype)
+                 else values.astype(str).str.strip().eq("").to_numpy(dtype=bool))
+        if blank.any():  # renumbered without the blank values
+            kept = np.where(blank, -1, np.cumsum(~blank) - 1)
+            return np.where(codes >= 0, kept[np.maximum(codes, 0)], -1), int((~blank).sum())
+    return codes, len(uniques)
+
+
+def _keys(key: np.ndarray, given: np.ndarray, index: pd.Index) -> pd.Series:
+    """Integer keys, NA where not ``given``."""
+    return pd.Series(pd.arrays.IntegerArray(np.where(given, key, 0).astype(np.int64), ~given), index=index)
+
+
+def prompt_key(frame: pd.DataFrame, sort: bool = False) -> pd.Series | None:
+    """Each row's prompt as an integer key: its ``prompt_id``, else its prompt text (an id and a
+    text never share a key), NA where it has neither (missing or blank); None when no row has one.
+    ``sort``: keys numbered in the ids' and then the texts' sorted order."""
+    key, offset = np.full(len(frame), -1, dtype=np.int64), 0
+    for name in ("prompt_id", "prompt"):
+        if name in frame.columns:
+            codes, n = _given_codes(frame[name], sort)
+            fill = (key < 0) & (codes >= 0)
+            key[fill] = codes[fill] + offset
+            offset += n
+    if (key < 0).all():
+        return None
+    return _keys(key, key >= 0, frame.index)
+
+
+def _prompt_groups(prompt: pd.Series, pair: pd.Series | None) -> pd.Series:
+    """The clusters by prompt: a row without a prompt is its pair's cluster (a pair sits inside
+    one prompt), and without a pair_id too, a cluster of its own."""
+    if pair is None or prompt.notna().all():
+        return prompt
+    pair_codes = _given_codes(pair)[0].astype(np.int64)
+    given = prompt.notna().to_numpy()
+    key = np.where(given, prompt.fillna(0).to_numpy(np.int64), int(prompt.max()) + 1 + pair_codes)
+    return _keys(key, given | (pair_codes >= 0), prompt.index)
+
+
 def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clustering:
     """The clusters of a battle frame (module docstring).
 
@@ -69,23 +119,27 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
     """
     if cluster not in (None, *CLUSTERS):
         raise ValueError(f"unknown cluster {cluster!r}; use one of {', '.join(CLUSTERS)}")
-    pair = frame["pair_id"] if "pair_id" in frame.columns and frame["pair_id"].notna().any() else None
-    prompt = prompt_column(frame)
+    pair = None
+    if "pair_id" in frame.columns and (_given_codes(frame["pair_id"])[0] >= 0).any():
+        pair = frame["pair_id"]
+    prompt = prompt_key(frame)
     if cluster is None:
         if prompt is not None:
             if pair is not None:
-                per_prompt = pd.DataFrame({"p": prompt.to_numpy(), "k": pair.to_numpy()}).dropna()
+                per_prompt = pd.DataFrame({"p": prompt.array, "k": _given_codes(pair)[0]}).dropna()
+                per_prompt = per_prompt[per_prompt["k"] >= 0]
             else:
                 lo = np.minimum(frame["model_a"].astype(str), frame["model_b"].astype(str))
                 hi = np.maximum(frame["model_a"].astype(str), frame["model_b"].astype(str))
-                per_prompt = pd.DataFrame({"p": prompt.to_numpy(), "k": (lo + "\x00" + hi).to_numpy()}).dropna()
+                per_prompt = pd.DataFrame({"p": prompt.array, "k": (lo + "\x00" + hi).to_numpy()}).dropna()
             if len(per_prompt) and per_prompt.groupby("p")["k"].nunique().max() > 1:
                 cluster = "prompt"
         if cluster is None and pair is not None:
             cluster = "pair"
     if cluster is None:
         return Clustering("none", None, len(frame))
-    groups = prompt if cluster == "prompt" else pair
+    groups = _prompt_groups(prompt, pair) if cluster == "prompt" and prompt is not None else (
+        prompt if cluster == "prompt" else pair)
     if groups is None:
         need = "prompt_id or prompt" if cluster == "prompt" else "pair_id"
         raise ValueError(f"--cluster {cluster}: the votes carry no {need}")
