@@ -3,14 +3,16 @@
 CPU here (float32), CUDA with bf16 and ``device_map="auto"`` when a GPU is present.
 A GGUF file is dequantized once and cached as safetensors, keyed by the file's sha256
 (see ``pairlab.weights``), so later loads take seconds instead of tens of seconds.
+Streams run a ``generate()`` loop each, or (``engine="continuous"``) join one batching engine
+per model (``pairlab.backends.batching``); ``generate`` and the scorers batch their own inputs.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from contextlib import closing
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 
 import torch
