@@ -46,13 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     from arena.battles import Arena
     from arena.web import build_app
     from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
-    from pairlab.models import get_model
+    from pairlab.models import engine_options, get_model
 
     models = {}
     try:
         for name in config.models:
             log.info("loading %s", name)
-            models[name] = get_model(name, config=config.model_config or MODELS_CONFIG)
+            models[name] = get_model(name, config=config.model_config or MODELS_CONFIG,
+                                     **engine_options(name, config.engine, config.max_inflight,
+                                                      config.model_config or MODELS_CONFIG))
         arena = Arena(config, store, models)
     except ValueError as exc:  # a campaign's picks or verdicts that do not fit its pairs
         _discard(store, fresh)

@@ -139,6 +139,8 @@ class Battle:
     inclusion_prob: float | None = None  # a campaign's pair: the probability the planner drew it with
     leaks: dict = field(default_factory=lambda: {"a": [], "b": [], "prompt": []})  # names found, by where
     tab: str = ""  # the page of the session it was served to (sessions.Voter.tab)
+    # Per pane: the engine that answered and what its seed guarantees about the text.
+    engines: list = field(default_factory=list)
 
     @property
     def anony(self) -> bool:
@@ -224,7 +226,8 @@ def build_record(payload: Mapping, winner: str, tstamp: float) -> Record:
     }
     if battle.params is not None:  # generated here, not read from a PAIRS file
         meta.update(params=battle.params, seeds=[t.seed for t in battle.turns],
-                    latency=[t.latency for t in battle.turns], regenerations=battle.regenerations)
+                    latency=[t.latency for t in battle.turns], regenerations=battle.regenerations,
+                    engines=battle.engines)
     if leak:
         meta["identity_leak_names"] = battle.leaks
     if battle.source:
@@ -250,6 +253,13 @@ def build_record(payload: Mapping, winner: str, tstamp: float) -> Record:
         conversation=conversation,
         meta=meta,
     )
+
+
+def admitted(config: ArenaConfig, models) -> int:
+    """Battles let in at once: as many as the engines batch (a battle runs one request on each of
+    its two models, so the smallest engine's cap), or the config's cap when it sets one."""
+    engines = min((model.concurrency for model in models), default=1)
+    return min(engines, config.max_concurrent_generations) if config.max_concurrent_generations else engines
 
 
 class Arena:
@@ -290,7 +300,7 @@ class Arena:
         self._expired: list[tuple[str, str, tuple[str, ...]]] = []
         self._lock = threading.Lock()
         # Every page (anonymous, named) and the API streams through here: one cap for the machine.
-        self.slots = Slots(config.max_concurrent_generations, config.queue_max_size,
+        self.slots = Slots(admitted(config, self.models.values()), config.queue_max_size,
                            config.waiting_per_address, config.waiting_per_session)
         self._closing = threading.Event()
         self._decoding = 0
@@ -456,6 +466,7 @@ class Arena:
             families=(family_of(pair[0], self.model_config), family_of(pair[1], self.model_config)),
             params=params,
             turns=[Turn(prompt=prompt, seed=self._seed())],
+            engines=[self._engine(name) for name in pair],
         )
         with self._lock:
             drawn = self._drawn.get((voter.token, voter.tab))
@@ -500,6 +511,10 @@ class Arena:
             raise Refused("This battle was voted on; start a new round.") from None
         battle.turns, battle.regenerations, battle.state = turns, regenerations, "streaming"
         return battle
+
+    def _engine(self, name: str) -> dict:
+        info = self.models[name].info()
+        return {"engine": info.get("engine", info.get("backend")), "seeding": info.get("seeding")}
 
     def _seed(self) -> int:
         return self.rng.randrange(2**31)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pairlab.backends.base import GenerationParams
 from pairlab.files import read_text
+from pairlab.models import ENGINES
 from pairlab.resources import data_dir, data_file
 
 DEFAULT_CONFIG = data_file("arena.toml")
@@ -59,7 +60,14 @@ class ArenaConfig:
     voter_header: str = ""  # header naming the logged-in user, set by a trusted (authenticating) proxy
     reveal: str = "common_pace"  # common_pace: both panes grow together; when_done: nothing until both end
     unload_grace_s: float = 60.0  # a closed page's battle is kept this long (a reconnect finds it)
-    max_concurrent_generations: int = 1
+    # Battles streaming at once. 0: as many as the models' engines batch (the smallest
+    # engine's in-flight cap); a per-request engine batches one.
+    max_concurrent_generations: int = 0
+    # How a local (transformers) model serves its streams: "continuous", one engine per model
+    # batching every visitor's request (transformers' continuous batching), or "generate", a
+    # generate() loop per stream. max_inflight: the requests one engine batches at once.
+    engine: str = "continuous"
+    max_inflight: int = 8
     # Battles waiting for a generation slot (arena.slots; no thread is held meanwhile):
     # queue_max_size in all, and at most these per client address and per session.
     waiting_per_address: int = 2
@@ -81,6 +89,10 @@ class ArenaConfig:
                     "waiting_per_session")
         if any(getattr(self, name) < 1 for name in positive):
             raise ValueError(f"{', '.join(positive)} must be positive")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.max_inflight < 1 or self.max_concurrent_generations < 0:
+            raise ValueError("max_inflight must be positive and max_concurrent_generations at least 0")
         if self.reveal not in REVEALS:
             raise ValueError(f"reveal must be one of {', '.join(REVEALS)}, got {self.reveal!r}")
         if self.picks is not None and self.pairs is None:
@@ -146,7 +158,9 @@ def load_config(path: str | os.PathLike | None = None, **overrides) -> ArenaConf
         voter_header=raw.get("voter_header", ""),
         reveal=raw.get("reveal", ArenaConfig.reveal),
         unload_grace_s=float(raw.get("unload_grace_s", ArenaConfig.unload_grace_s)),
-        max_concurrent_generations=int(raw.get("max_concurrent_generations", 1)),
+        max_concurrent_generations=int(raw.get("max_concurrent_generations", 0)),
+        engine=raw.get("engine", ArenaConfig.engine),
+        max_inflight=int(raw.get("max_inflight", ArenaConfig.max_inflight)),
         waiting_per_address=int(raw.get("waiting_per_address", ArenaConfig.waiting_per_address)),
         waiting_per_session=int(raw.get("waiting_per_session", ArenaConfig.waiting_per_session)),
         bootstrap=int(raw.get("bootstrap", 200)),

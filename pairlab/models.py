@@ -22,6 +22,9 @@ from pairlab.resources import data_file
 
 DEFAULT_CONFIG = data_file("models.toml")
 BACKENDS = ("transformers", "openai", "vllm")
+# How a transformers model serves streams: "continuous", one engine batching every request
+# (transformers' continuous batching), or "generate", a generate() loop per stream.
+ENGINES = ("continuous", "generate")
 
 # Known families by a substring of the model's name; used when config does not say.
 _FAMILY_HINTS = (
@@ -103,6 +106,15 @@ def family_of(name: str, config: str | os.PathLike = DEFAULT_CONFIG) -> str:
         return resolve(name, config).family
     except BackendError:
         return guess_family(name)
+
+
+def engine_options(name: str, engine: str, max_inflight: int,
+                   config: str | os.PathLike = DEFAULT_CONFIG) -> dict:
+    """``get_model`` options that pick a model's serving engine: a transformers model's own; a
+    server (``openai:``) batches on its side, and vLLM always does."""
+    if resolve(name, config).backend != "transformers":
+        return {}
+    return {"engine": engine, "max_inflight": max_inflight}
 
 
 def get_model(name: str, backend: str | None = None, config: str | os.PathLike = DEFAULT_CONFIG, **kwargs) -> Model:

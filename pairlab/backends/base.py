@@ -61,6 +61,9 @@ class Model(ABC):
 
     id: str
     backend: str
+    # Streams this model's engine decodes in one batch: how many the arena lets in at once.
+    # 1: each stream decodes on its own (a generate() loop, or one request to a server).
+    concurrency: int = 1
 
     @abstractmethod
     def render(self, prompt: Prompt) -> str:
@@ -88,9 +91,14 @@ class Model(ABC):
         raise BackendError(f"the {self.backend} backend cannot score an answer's likelihood; --mode likelihood "
                            "needs a transformers judge (a configured id, hf:DIR or gguf:FILE)")
 
+    @property
+    def seeding(self) -> str:
+        """What a request's seed guarantees about its text, for manifests and vote records."""
+        return "as the backend honours a request's seed"
+
     def info(self) -> dict:
         """What a run manifest needs to name this model exactly."""
-        return {"id": self.id, "backend": self.backend}
+        return {"id": self.id, "backend": self.backend, "seeding": self.seeding}
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (connections, GPU memory)."""

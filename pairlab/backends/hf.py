@@ -3,6 +3,8 @@
 CPU here (float32), CUDA with bf16 and ``device_map="auto"`` when a GPU is present.
 A GGUF file is dequantized once and cached as safetensors, keyed by the file's sha256
 (see ``pairlab.weights``), so later loads take seconds instead of tens of seconds.
+Streams run a ``generate()`` loop each, or (``engine="continuous"``) join one batching engine
+per model (``pairlab.backends.batching``); ``generate`` and the scorers batch their own inputs.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 
 import torch
@@ -17,13 +20,17 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, 
                           StoppingCriteria, StoppingCriteriaList, TemperatureLogitsWarper, TextIteratorStreamer,
                           TopPLogitsWarper)
 
-from pairlab.backends.base import Completion, GenerationParams, Model, Prompt, PromptTooLong
+from pairlab.backends.base import BackendError, Completion, GenerationParams, Model, Prompt, PromptTooLong
 from pairlab.backends.chat import PLAIN_STOP, pick_template, render
+from pairlab.models import ENGINES
 from pairlab.weights import prepared_dir
 
 # Logits computed at once when scoring whole sequences (rows x positions x vocabulary):
 # 2**24 float32 values are 64 MiB, 64 positions of Gemma's 262k vocabulary.
 _LOGIT_BLOCK = 2**24
+# The per-request path's seeded sampler draws from a generator of its own, one stream per generate().
+PER_REQUEST_SEEDING = ("the seed fixes the answer: the same seed, model, prompt, parameters, device and thread "
+                       "count give the same text")
 
 
 def _truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -34,6 +41,36 @@ def _truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
 def _partial_stop(text: str, stops: Sequence[str]) -> int:
     """Length of the longest tail of ``text`` that is a proper prefix of a stop string."""
     return max((k for s in stops for k in range(1, len(s)) if text.endswith(s[:k])), default=0)
+
+
+def _until_stop(pieces: Iterator[str], stops: Sequence[str]) -> Iterator[str]:
+    """The text of ``pieces`` up to the first stop string, holding back a tail that could be
+    the start of one."""
+    seen, emitted = "", 0
+    for piece in pieces:
+        seen += piece
+        visible, stopped = _truncate_at_stop(seen, stops)
+        safe = len(visible) if stopped else len(visible) - _partial_stop(visible, stops)
+        if safe > emitted:
+            yield visible[emitted:safe]
+            emitted = safe
+        if stopped:
+            return
+    visible, _ = _truncate_at_stop(seen, stops)
+    if len(visible) > emitted:
+        yield visible[emitted:]
+
+
+def _new_text(tokenizer, token_lists: Iterator[list[int]]) -> Iterator[str]:
+    """Text pieces from a stream of growing token lists; a tail that decodes to an unfinished
+    character (U+FFFD) waits for the tokens that complete it."""
+    shown = ""
+    with closing(token_lists):
+        for tokens in token_lists:
+            text = tokenizer.decode(tokens, skip_special_tokens=True).rstrip("\ufffd")
+            if len(text) > len(shown) and text.startswith(shown):
+                yield text[len(shown):]
+                shown = text
 
 
 class _StopOnEvent(StoppingCriteria):
@@ -83,7 +120,7 @@ class TransformersModel(Model):
 
     def __init__(self, model_id: str, directory: Path, *, template: str = "chat", batch_size: int = 8,
                  device: str | None = None, weights_sha256: str | None = None, family: str | None = None,
-                 dtype: str | None = None):
+                 dtype: str | None = None, engine: str = "generate", max_inflight: int = 8):
         self.id = model_id
         self.family = family
         self.directory = Path(directory)
@@ -109,6 +146,15 @@ class TransformersModel(Model):
         self.template = pick_template(template, self.tokenizer)
         self.default_stop = PLAIN_STOP if self.template == "plain" else ()
         self._lock = threading.Lock()
+        if engine not in ENGINES:
+            raise BackendError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        # "continuous": every stream joins one engine's batch; "generate": a generate() loop per stream.
+        self.engine = None
+        if engine == "continuous":
+            from pairlab.backends.batching import BatchingEngine
+
+            self.engine = BatchingEngine(self.model, self.tokenizer, max_inflight, _SeededSampler)
+            self.concurrency = max_inflight
 
     @classmethod
     def from_spec(cls, spec, **kwargs) -> TransformersModel:
@@ -173,6 +219,15 @@ class TransformersModel(Model):
         text = self.render(prompt)
         stops = tuple(params.stop) or self.default_stop
         enc = self._encode([text])
+        if self.engine is not None:
+            pieces = _new_text(self.tokenizer, self.engine.stream(enc["input_ids"][0].tolist(), params))
+        else:
+            pieces = self._generate_thread(enc, params)
+        with closing(pieces):  # a stop string or a consumer that left ends the generation
+            yield from _until_stop(pieces, stops)
+
+    def _generate_thread(self, enc: dict, params: GenerationParams) -> Iterator[str]:
+        """One ``generate()`` of its own in a thread, its text pieces as they are decoded."""
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
         halt = threading.Event()
         kwargs = dict(**enc, **self._gen_kwargs(params), streamer=streamer,
@@ -190,25 +245,12 @@ class TransformersModel(Model):
 
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
-        seen, emitted, exhausted = "", 0, False
+        exhausted = False
         try:
-            for piece in streamer:
-                seen += piece
-                visible, stopped = _truncate_at_stop(seen, stops)
-                # Hold back a tail that could be the start of a stop string.
-                safe = len(visible) if stopped else len(visible) - _partial_stop(visible, stops)
-                if safe > emitted:
-                    yield visible[emitted:safe]
-                    emitted = safe
-                if stopped:
-                    break
-            else:
-                exhausted = True
-                if error:
-                    raise error[0]
-                visible, _ = _truncate_at_stop(seen, stops)
-                if len(visible) > emitted:
-                    yield visible[emitted:]
+            yield from streamer
+            exhausted = True
+            if error:
+                raise error[0]
         finally:
             halt.set()
             if not exhausted:  # stopped early: drain so the worker never blocks on the queue
@@ -385,7 +427,21 @@ class TransformersModel(Model):
             "dtype": str(self.model.dtype),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
+            "engine": self.engine.name if self.engine else "transformers-generate",
+            "seeding": self.seeding,
         }
+
+    @property
+    def seeding(self) -> str:
+        if self.engine is None:
+            return PER_REQUEST_SEEDING
+        from pairlab.backends.batching import SEED_GUARANTEE
+
+        return SEED_GUARANTEE
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
 
 
 def torch_gpu() -> bool:

@@ -133,6 +133,11 @@ class EndpointPool:
                 endpoint.down_until = time.monotonic() + endpoint.cool_down
                 endpoint.set_asides += 1
 
+    def pick(self) -> Endpoint:
+        """The least-loaded live endpoint for one request (the first due back when all are set
+        aside); give it back with ``_release``."""
+        return self._pick(None) or self._pick(None, probe=True)
+
     def post(self, path: str, body: dict) -> dict:
         """POST to some live endpoint; the answer's JSON. Raises BackendError once retries are spent
         or on a refusal that retrying cannot fix (4xx other than 408/409/429)."""
@@ -315,25 +320,34 @@ class OpenAIModel(Model):
         return self._map(lambda p: self._one(p, params, logprobs), list(prompts))
 
     def stream(self, prompt: Prompt, params: GenerationParams) -> Iterator[str]:
+        """Streamed from the endpoint with the fewest requests in flight (FastChat's rule)."""
         body = self._chat_body(prompt, params, stream=True)
-        client = self.pool.endpoints[0].client
+        endpoint = self.pool.pick()
+        ok, dead, error = False, False, None
         try:
-            with client.stream("POST", "/chat/completions", json=body) as response:
+            with endpoint.client.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise BackendError(f"{self.base_url}/chat/completions: HTTP {response.status_code}: "
-                                       f"{response.text[:300]}")
+                    error = f"{endpoint.url}/chat/completions: HTTP {response.status_code}: {response.text[:300]}"
+                    raise BackendError(error)
                 for line in response.iter_lines():
                     if not line.startswith("data:"):
                         continue
                     payload = line[5:].strip()
                     if payload == "[DONE]":
-                        return
+                        break
                     delta = json.loads(payload)["choices"][0].get("delta", {})
                     if delta.get("content"):
                         yield delta["content"]
+            ok = True
+        except GeneratorExit:  # the consumer stopped reading: not the endpoint's fault
+            ok = True
+            raise
         except httpx.TransportError as exc:
-            raise BackendError(f"{self.base_url}: stream broke off: {exc}") from exc
+            error, dead = f"{endpoint.url}: stream broke off: {exc}", True
+            raise BackendError(error) from exc
+        finally:
+            self.pool._release(endpoint, ok, error, dead)
 
     def score(self, contexts: Sequence[str], candidates: Sequence[str]) -> list[list[float]]:
         """Candidate log-probabilities from ``/completions`` with ``echo`` (vLLM supports it):
