@@ -507,6 +507,20 @@ def _kept_prompts(data: PPIData, weights: np.ndarray, part: np.ndarray) -> np.nd
     return (bincount_rows(data.group, part, n_groups) > 0).astype(float)
 
 
+def _people_pieces(data: PPIData, weights: np.ndarray, n: np.ndarray, big_n: np.ndarray,
+                   draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+                   ) -> tuple[list[np.ndarray], dict[int, Exception]]:
+    """:func:`_pieces` at people's own fit (``lambda = 0``), the pilot each ``lambda`` is tuned at.
+    At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's predictions
+    there, which the fit was pulled against, so the cross part read a correlation a judge of no use
+    does not have (its ``lambda`` came out 0.04 on average where people's fit gives 0.004) and the
+    ratings at that ``lambda`` were wider than people's alone."""
+    _, p_0, failed = _solve(data, weights, np.zeros(len(weights)), n, big_n)
+    p_0[list(failed)] = 0.5  # a round people cannot rate fails before this; keep its numbers finite
+    pieces, errors = _pieces(data, weights, p_0, n, big_n, draws, splits)
+    return pieces, failed | errors
+
+
 def _best_lambda(pieces: np.ndarray) -> np.ndarray:
     """Per model the ``lambda`` minimising its own variance, ``-[J^-1 C J^-1]_kk / [J^-1 V_jj J^-1]_kk``
     (PPI++ sec. 2.2, per coordinate), clipped to [0, 1]; ``(rounds, models)``."""
@@ -632,7 +646,8 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     other half, and the two shares added (the sandwich is a sum over clusters). Its ratio to
     people's alone is read on the same sandwich (:func:`_pieces`, at ``lambda = 0`` its
     ratio is 1) and scales people's exact sd. ``lam``: each model's ``lambda`` tuned on all
-    the clusters. A round whose fit fails holds the error in its place (:func:`fit_ppi_rounds`).
+    the clusters; every ``lambda`` is tuned at people's own fit (:func:`_people_pieces`). A
+    round whose fit fails holds the error in its place (:func:`fit_ppi_rounds`).
     ``draws`` as :func:`fit_ppi_rounds`'s. ``ratings`` False: widths only (``theta`` NaN), no fit
     per model's ``lambda``."""
     w = np.asarray(weights, dtype=float)
@@ -652,15 +667,17 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at),
-                                               tuple(_folds(data, w[at], seed)))
-            for k, exc in failed.items():
+            folds = tuple(_folds(data, w[at], seed))
+            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at), folds)
+            (tuning, *tuned_on), failed_people = _people_pieces(data, w[at], n[at], big_n[at], _draws_of(draws, at),
+                                                                folds)
+            for k, exc in (failed | failed_people).items():
                 errors.setdefault(int(at[k]), exc)
-            lams[at] = _best_lambda(whole)
+            lams[at] = _best_lambda(tuning)
             if ratings:
                 theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
             diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
-            lam_of = [_best_lambda(part) for part in shares]
+            lam_of = [_best_lambda(part) for part in tuned_on]
 
             def read(d: np.ndarray, lam: np.ndarray) -> np.ndarray:
                 return d[:, 0] + 2 * lam * d[:, 1] + lam ** 2 * d[:, 2]
@@ -694,9 +711,10 @@ def fit_ppi_stacked(data: PPIData) -> PPIFit:
         if failed:
             raise failed[0]
         (whole,), failed = _pieces(data, w, p_1, n, big_n)
-        if failed:
-            raise failed[0]
-        lams = _best_lambda(whole)[0]
+        (tuning,), failed_people = _people_pieces(data, w, n, big_n)
+        if failed or failed_people:
+            raise (failed | failed_people)[0]
+        lams = _best_lambda(tuning)[0]
         theta = people.classical_theta.copy()
         inside = np.unique(lams[lams > 0])
         if len(inside):
