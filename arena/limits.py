@@ -251,22 +251,27 @@ class Admission:
 
 
 class RequestLimit:
-    """ASGI middleware: every HTTP request counts against its client address
-    (:meth:`Limits.check_request`); a request of a client with no battle or vote in progress
+    """ASGI middleware: every HTTP request but a page's static files (``asset``) counts against its
+    client address (:meth:`Limits.check_request`); a request of a client with no battle or vote in progress
     (``priority`` false), unless it is a long-lived event stream (``stream``), then waits for a
     place (:class:`Admission`). Over a limit: 429 (503 when the server is busy) before any work is done."""
 
     def __init__(self, app: ASGIApp, limits: Limits, address: Callable[[Scope], str | None],
                  priority: Callable[[Scope], bool] = lambda scope: False,
-                 stream: Callable[[Scope], bool] = lambda scope: False):
+                 stream: Callable[[Scope], bool] = lambda scope: False,
+                 asset: Callable[[Scope], bool] = lambda scope: False):
         self.app, self.limits, self.address, self.priority, self.stream = app, limits, address, priority, stream
+        self.asset = asset
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         address, placed = self.address(scope), False
         try:
-            self.limits.check_request(address)
+            # A page's static files (dozens per load) would spend an address's budget in a few
+            # visits; they still wait for a place like any page traffic.
+            if not self.asset(scope):
+                self.limits.check_request(address)
             if not self.priority(scope) and not self.stream(scope):
                 await self.limits.admission.enter(address, self.limits.requests.recent(address))
                 placed = True

@@ -131,6 +131,11 @@ STREAM_ROUTES = ("queue/data", "heartbeat/")
 ACTION_PATHS = (f"{api.PREFIX}/battles", f"{api.PREFIX}/votes")
 
 
+def is_asset(scope: Scope) -> bool:
+    """A page's static file: Gradio's bundles, served under each page's ``assets/``."""
+    return scope["method"] in ("GET", "HEAD") and "/assets/" in scope["path"]
+
+
 def is_stream(scope: Scope) -> bool:
     return scope["method"] == "GET" and _gradio_route(scope["path"]).startswith(STREAM_ROUTES)
 
@@ -171,5 +176,5 @@ def build_app(arena: Arena) -> FastAPI:
     # traffic waits for a place (arena.limits.Admission), voters' requests do not.
     app.add_middleware(RequestLimit, limits=arena.limits,
                        address=lambda scope: api.request_address(arena, Request(scope)),
-                       priority=lambda scope: goes_first(arena, scope), stream=is_stream)
+                       priority=lambda scope: goes_first(arena, scope), stream=is_stream, asset=is_asset)
     return app

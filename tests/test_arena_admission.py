@@ -3,6 +3,7 @@
 and voters with a battle or vote in progress ahead of both (arena.limits.Admission, RequestLimit)."""
 
 import asyncio
+import re
 import sqlite3
 
 import httpx
@@ -147,5 +148,34 @@ def test_with_no_place_for_page_traffic_a_voters_page_battle_and_vote_are_answer
             assert set(flood[:20]) == {503} and flood[20] == 429, flood
         with sqlite3.connect(tmp_path / "votes.db") as db:
             assert sorted(row[0] for row in db.execute("SELECT battle_id FROM votes")) == sorted(acked)
+    finally:
+        store.close()
+
+
+def test_a_page_s_static_files_do_not_spend_its_address_s_request_budget(tmp_path):
+    """A Gradio page loads dozens of static files: counted, a visitor opening three pages in a
+    minute ran out of the address's budget and the page stayed at "Loading..." (429 on its
+    assets). They still wait for a place; the budget counts every other request."""
+    from fastapi.testclient import TestClient
+
+    from arena.battles import Arena
+    from arena.config import ArenaConfig
+    from arena.store import VoteStore
+    from arena.web import build_app
+    from test_arena_campaign import PAIRS
+
+    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'votes.db'}", pairs=PAIRS, address_requests=20,
+                         trusted_proxies=("testclient",))
+    store = VoteStore(config.db)
+    try:
+        with TestClient(build_app(Arena(config, store, {}))) as client:
+            visitor = {"X-Forwarded-For": "10.3.3.3"}
+            page = client.get("/leaderboard/", headers=visitor).text
+            assets = sorted({"/leaderboard/" + path for path in re.findall(r"\./(assets/[\w.-]+\.(?:js|css))", page)})
+            assert assets, "the page names no static files"
+            codes = [client.get(assets[k % len(assets)], headers=visitor).status_code for k in range(60)]
+            assert set(codes) == {200}, codes
+            rest = [client.get("/config", headers=visitor).status_code for _ in range(20)]
+            assert rest[-1] == 429 and rest.count(200) == 19, rest  # a budget of 20: the page, then 19
     finally:
         store.close()
