@@ -42,7 +42,7 @@ from pairlab.files import read_text
 from pairlab.records import RecordError, read_pairs, read_records, write_records
 from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
-from judges.runner import MODES, JudgeConfig, judge_pairs, rater_id
+from judges.runner import MODES, JudgeConfig, gpu_batch_size, judge_pairs, rater_id
 from judges.run_files import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
 
@@ -142,6 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def vllm_loads(source: str) -> bool:
+    """Whether vLLM's offline engine can load a model named by this source: a directory or a
+    repository name (hf:, vllm:), not the GGUF files the embedded models are."""
+    return source.partition(":")[0] in ("hf", "vllm")
+
+
+def _vllm_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
 def _gpu() -> bool:
     from pairlab.backends.hf import torch_gpu  # imports torch, as the transformers judge will anyway
 
@@ -226,9 +238,15 @@ def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
 
     try:
         template = get_template(args.template)
-        backend = args.backend or resolve(args.judge).backend
+        spec = resolve(args.judge)
     except (TemplateError, BackendError) as exc:
         parser.error(str(exc))
+    backend = args.backend or spec.backend
+    if args.backend is None and backend == "transformers" and args.mode == "generate" and _gpu() \
+            and vllm_loads(spec.source) and _vllm_installed():
+        backend = "vllm"
+        _log(f"{args.judge}: generate mode on a GPU runs on vLLM (continuous batching, prefix caching); "
+             "--backend transformers for the reference backend")
     if backend == "openai":
         if args.batch_size is not None:
             parser.error("--batch-size is for local judges; a server judge takes --concurrency")
@@ -346,6 +364,12 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     except (BackendError, OSError) as exc:
         return _error(f"cannot use judge {args.judge!r}: {exc}")
     family = family_of(args.judge)
+    batch_rule = "--batch-size" if args.batch_size else f"the {backend} default"
+    if args.batch_size is None and backend == "transformers" and getattr(model, "device", "cpu") == "cuda":
+        config = dataclasses.replace(config, batch_size=gpu_batch_size(model, pairs, config))
+        model.batch_size = config.batch_size
+        batch_rule = "free GPU memory and the longest judge prompt (judges.runner.batch_size_for)"
+        _log(f"{args.judge}: batch size {config.batch_size}, from {batch_rule}")
     t0 = time.perf_counter()
     in_flight = args.concurrency if backend == "openai" else None
     body = {
@@ -358,7 +382,8 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
         "settings": config.describe(),
         "inputs": inputs,
         "outputs": {"records": str(args.out), "failures": str(files.failures)},
-        "throughput": {"in_flight_limit": in_flight, "batch_size": None if in_flight else config.batch_size},
+        "throughput": {"in_flight_limit": in_flight, "batch_size": None if in_flight else config.batch_size,
+                       "batch_size_from": None if in_flight else batch_rule},
         "versions": library_versions(),
         "machine": machine(),
         "previous_runs": _previous_runs(manifest, _log),
@@ -466,6 +491,13 @@ def _reproduce(args) -> int:
     refused = _untrusted(args, where, manifest, run)
     if refused:
         return _error(refused)
+    # The backend and batch size the run used, chosen or given (a GPU picks both: vLLM, a batch
+    # from free memory), so the rerun batches as it did.
+    if run.backend is None and manifest.get("backend") in BACKENDS:
+        run.backend = manifest["backend"]
+    recorded_batch = (manifest.get("throughput") or {}).get("batch_size")
+    if run.batch_size is None and isinstance(recorded_batch, int) and recorded_batch >= 1:
+        run.batch_size = recorded_batch
     parser = build_parser()
     backend, config = _settings(parser, run)
     if config.template.sha256 != (manifest.get("template") or {}).get("sha256"):
