@@ -145,6 +145,14 @@ def weight_bytes(model: TransformersModel) -> int:
     return sum(p.numel() * p.element_size() for p in model.model.parameters())
 
 
+def decode_bytes(model: TransformersModel) -> int:
+    """Weight bytes one decode step reads: all of them but the input embeddings, of which a
+    step reads one row each (unless tied to the output layer, which reads them all)."""
+    embeddings = model.model.get_input_embeddings().weight
+    tied = embeddings is model.model.get_output_embeddings().weight
+    return weight_bytes(model) - (0 if tied else embeddings.numel() * embeddings.element_size())
+
+
 def forward_flops(model: TransformersModel, tokens: int) -> float:
     """Matmul FLOPs of one causal forward pass over ``tokens`` tokens: 2 per weight per token,
     plus attention's scores and mix (causal: half the square)."""
@@ -292,7 +300,7 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     print(f"\n== arena: both panes streamed through the engine, {new_tokens} new tokens, seeded sampling ==")
     arena(big, small, 1, 4, 16, rng)  # warm-up: engines started, kernels compiled
     reference = {b: raw_generate(big, b, new_tokens, 16, rng) for b in (1, 64 if not tiny else 8)}
-    step_floor = weight_bytes(big) / bandwidth
+    step_floor = decode_bytes(big) / bandwidth
     print(f"anchor: raw {big.id} model.generate: " + ", ".join(
         f"batch {b} {v:.1f} tok/s" for b, v in reference.items())
         + f"; bandwidth limit batch 1: {1 / step_floor:.1f} tok/s")
@@ -308,6 +316,7 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
 
     pairs = judge_pairs_of(n_pairs, answer_tokens, big.model.config.vocab_size, rng)
     batch = args.batch_size or judging_batch(big, pairs, device, new_tokens)
+    big.batch_size = batch  # the model's own batches inside each chunk, as judges.run loads it
     print(f"(arena section: {time.perf_counter() - began:.0f} s since start)")
     print(f"\n== judging: judges.run's code path, {big.id}, {n_pairs} pairs x 2 orders, batch {batch} ==")
     timed_judging(big, pairs[:2], "logprob", batch, 4)  # warm-up

@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="judge one order per pair, picked at random (seeded) instead of both")
     parser.add_argument("--backend", choices=BACKENDS, help="override the backend the judge's name implies")
     parser.add_argument("--batch-size", type=int,
-                        help="local judges: judge prompts per batch (default: 8 for transformers, 1 in generate mode "
+                        help="local judges: judge prompts per batch (default: 8 for transformers on CPU, on a GPU as many as "
+                        "its free memory holds for the longest judge prompt; 1 in generate mode "
                         "without a GPU, so progress shows per judgment; 1024 for vllm, whose scheduler batches best "
                         "when handed many prompts at once)")
     parser.add_argument("--concurrency", type=int,
