@@ -194,6 +194,8 @@ def arena(big, small, visitors: int, new_tokens: int, prompt_tokens: int, rng) -
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    if len(panes) != 2 * visitors:  # a pane's thread failed (its error is printed above)
+        raise SystemExit(f"{2 * visitors - len(panes)} of {2 * visitors} panes failed")
     firsts = [p["first"] for p in panes]
     return {"pane": {m.id: statistics.median(p["tokens"] / p["seconds"] for p in panes if p["model"] == m.id)
                      for m in (big, small)},
@@ -338,7 +340,8 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     seconds, verdicts = timed_judging(big, gen_pairs, "generate", batch, new_tokens)
     ours = verdicts * new_tokens / seconds  # at most: a judge that stops early decodes fewer
     steps = math.ceil(verdicts / batch) * new_tokens
-    raw = raw_generate(big, min(batch, verdicts), new_tokens, answer_tokens, rng)
+    prompt = round(mean([len(big.tokenizer(t).input_ids) for t in judge_texts(big, gen_pairs, "logprob")]))
+    raw = raw_generate(big, min(batch, verdicts), new_tokens, prompt, rng)  # the judge prompts' length
     print(f"generate | {verdicts / seconds:.2f} verdicts/s, <= {ours:.1f} tok/s, {seconds / steps * 1e3:.2f} ms a step "
           f"| raw generate batch {min(batch, verdicts)}: {raw:.1f} tok/s, {ours / raw:.2f}x | bandwidth floor "
           f"(weights) {step_floor * 1e3:.2f} ms a step | {seconds / steps / step_floor:.1f}x the floor")
