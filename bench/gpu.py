@@ -249,7 +249,7 @@ def judge_texts(model, pairs, mode: str) -> list[str]:
                     texts.append(context + _continued(context, messages[1]["content"]))
                 else:
                     texts.append(logprob_context(model, TEMPLATE, messages))
-    return texts
+    return list(dict.fromkeys(texts))  # as the runner scores them: once each (likelihood's two orders share)
 
 
 def bare_forward(model, texts: list[str], batch_size: int) -> float:
@@ -332,7 +332,7 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
         limit = len(texts) / sum(forward_flops(big, n) / peak_flops for n in lengths)
         ours = verdicts / seconds
         rows = len(texts) / floor
-        # likelihood scores each answer alone: two rows per verdict
+        # likelihood scores each answer alone: a row per answer, the two orders sharing them
         per_verdict = len(texts) / verdicts
         print(f"{mode} | {ours:.2f} | {rows:.2f} | {seconds / floor:.2f}x | {limit:.1f} "
               f"({mean(lengths):.0f}-token rows) | {limit / per_verdict / ours:.1f}x slower")
