@@ -42,7 +42,7 @@ from pairlab.files import read_text
 from pairlab.records import RecordError, read_pairs, read_records, write_records
 from judges.averaged import order_averaged, pairs_path
 from judges.manifest import library_versions, machine, manifest_path, sha256_file, write_manifest
-from judges.runner import MODES, JudgeConfig, judge_pairs, rater_id
+from judges.runner import MODES, JudgeConfig, gpu_batch_size, judge_pairs, rater_id
 from judges.run_files import OutputLocked, RunFiles
 from judges.templates import BUILTIN, TemplateError, get_template
 
@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="judge one order per pair, picked at random (seeded) instead of both")
     parser.add_argument("--backend", choices=BACKENDS, help="override the backend the judge's name implies")
     parser.add_argument("--batch-size", type=int,
-                        help="local judges: judge prompts per batch (default: 8 for transformers, 1 in generate mode "
+                        help="local judges: judge prompts per batch (default: 8 for transformers on CPU, on a GPU as many as "
+                        "its free memory holds for the longest judge prompt; 1 in generate mode "
                         "without a GPU, so progress shows per judgment; 1024 for vllm, whose scheduler batches best "
                         "when handed many prompts at once)")
     parser.add_argument("--concurrency", type=int,
@@ -140,6 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--sample", type=int, default=20, metavar="N",
                        help="--reproduce: judgments to rerun, at least (whole batches; default: %(default)s)")
     return parser
+
+
+def vllm_loads(source: str) -> bool:
+    """Whether vLLM's offline engine can load a model named by this source: a directory or a
+    repository name (hf:, vllm:), not the GGUF files the embedded models are."""
+    return source.partition(":")[0] in ("hf", "vllm")
+
+
+def _vllm_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
 
 
 def _gpu() -> bool:
@@ -226,9 +239,15 @@ def _settings(parser: argparse.ArgumentParser, args) -> tuple[str, JudgeConfig]:
 
     try:
         template = get_template(args.template)
-        backend = args.backend or resolve(args.judge).backend
+        spec = resolve(args.judge)
     except (TemplateError, BackendError) as exc:
         parser.error(str(exc))
+    backend = args.backend or spec.backend
+    if args.backend is None and backend == "transformers" and args.mode == "generate" and _gpu() \
+            and vllm_loads(spec.source) and _vllm_installed():
+        backend = "vllm"
+        _log(f"{args.judge}: generate mode on a GPU runs on vLLM (continuous batching, prefix caching); "
+             "--backend transformers for the reference backend")
     if backend == "openai":
         if args.batch_size is not None:
             parser.error("--batch-size is for local judges; a server judge takes --concurrency")
@@ -346,6 +365,12 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
     except (BackendError, OSError) as exc:
         return _error(f"cannot use judge {args.judge!r}: {exc}")
     family = family_of(args.judge)
+    batch_rule = "--batch-size" if args.batch_size else f"the {backend} default"
+    if args.batch_size is None and backend == "transformers" and getattr(model, "device", "cpu") == "cuda":
+        config = dataclasses.replace(config, batch_size=gpu_batch_size(model, pairs, config))
+        model.batch_size = config.batch_size
+        batch_rule = "free GPU memory and the longest judge prompt (judges.runner.batch_size_for)"
+        _log(f"{args.judge}: batch size {config.batch_size}, from {batch_rule}")
     t0 = time.perf_counter()
     in_flight = args.concurrency if backend == "openai" else None
     body = {
@@ -358,7 +383,8 @@ def _judge(args, backend: str, config: JudgeConfig, pairs: list, inputs: dict, f
         "settings": config.describe(),
         "inputs": inputs,
         "outputs": {"records": str(args.out), "failures": str(files.failures)},
-        "throughput": {"in_flight_limit": in_flight, "batch_size": None if in_flight else config.batch_size},
+        "throughput": {"in_flight_limit": in_flight, "batch_size": None if in_flight else config.batch_size,
+                       "batch_size_from": None if in_flight else batch_rule},
         "versions": library_versions(),
         "machine": machine(),
         "previous_runs": _previous_runs(manifest, _log),
@@ -466,6 +492,13 @@ def _reproduce(args) -> int:
     refused = _untrusted(args, where, manifest, run)
     if refused:
         return _error(refused)
+    # The backend and batch size the run used, chosen or given (a GPU picks both: vLLM, a batch
+    # from free memory), so the rerun batches as it did.
+    if run.backend is None and manifest.get("backend") in BACKENDS:
+        run.backend = manifest["backend"]
+    recorded_batch = (manifest.get("throughput") or {}).get("batch_size")
+    if run.batch_size is None and isinstance(recorded_batch, int) and recorded_batch >= 1:
+        run.batch_size = recorded_batch
     parser = build_parser()
     backend, config = _settings(parser, run)
     if config.template.sha256 != (manifest.get("template") or {}).get("sha256"):

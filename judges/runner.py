@@ -189,6 +189,48 @@ def _orders(pair: Pair, config: JudgeConfig) -> tuple[str, ...]:
     return (rng.choice(ORDERS),)
 
 
+# Share of the free GPU memory one judging batch may fill: the rest is the allocator's slack and
+# what the estimate below leaves out (the last position's logits, attention workspaces).
+GPU_MEMORY_SHARE = 0.7
+# Past this a batch gains little on one card, and a bar that moves once a batch stands still long.
+MAX_GPU_BATCH = 256
+
+
+def token_bytes(config, dtype_bytes: int) -> int:
+    """GPU memory one token of a batch row holds, for a decoder's config: its key/value cache
+    (every layer, every key-value head) and one layer's activations at a time (residual stream,
+    attention projections, the MLP's two intermediate products)."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    cache = 2 * config.num_hidden_layers * kv_heads * head_dim
+    activations = 4 * config.hidden_size + 3 * config.intermediate_size
+    return (cache + activations) * dtype_bytes
+
+
+def batch_size_for(free_bytes: int, prompt_tokens: Sequence[int], bytes_per_token: int,
+                   new_tokens: int = 0) -> int:
+    """The judging batch size that fits in free GPU memory: as many rows as the longest prompt
+    (plus the tokens a generation adds) fit in ``GPU_MEMORY_SHARE`` of ``free_bytes``, at least 1,
+    at most ``MAX_GPU_BATCH``. Batches are formed from prompts of similar length, so sizing for the
+    longest is safe for every batch."""
+    if free_bytes <= 0 or bytes_per_token <= 0 or not prompt_tokens:
+        return 1
+    row = (max(prompt_tokens) + new_tokens) * bytes_per_token
+    return max(1, min(MAX_GPU_BATCH, int(free_bytes * GPU_MEMORY_SHARE // row)))
+
+
+def gpu_batch_size(model, pairs: Sequence[Pair], config: JudgeConfig) -> int:
+    """:func:`batch_size_for` a transformers judge on its GPU: the free memory now, the judge
+    prompts' token counts as its tokenizer gives them."""
+    import torch
+
+    texts = [model.render(m) for chunk in plan_chunks(pairs, config) for task in chunk for m in task.prompts]
+    lengths = [len(ids) for ids in model.tokenizer(texts, add_special_tokens=False).input_ids] if texts else []
+    free, _ = torch.cuda.mem_get_info(model.model.device)
+    new = config.max_new_tokens if config.mode == "generate" else 0
+    return batch_size_for(free, lengths, token_bytes(model.model.config, model.model.dtype.itemsize), new)
+
+
 def plan_chunks(pairs: Sequence[Pair], config: JudgeConfig) -> list[list[Task]]:
     """Tasks grouped into chunks of at most ``batch_size`` distinct judge prompts.
 

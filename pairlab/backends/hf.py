@@ -120,7 +120,10 @@ class TransformersModel(Model):
 
     def __init__(self, model_id: str, directory: Path, *, template: str = "chat", batch_size: int = 8,
                  device: str | None = None, weights_sha256: str | None = None, family: str | None = None,
-                 dtype: str | None = None, engine: str = "generate", max_inflight: int = 8):
+                 dtype: str | None = None, engine: str = "generate", max_inflight: int = 8,
+                 loaded: tuple | None = None):
+        """``loaded``: a ``(model, tokenizer)`` built in memory (the GPU bench's random weights of a
+        real shape) instead of reading ``directory``."""
         self.id = model_id
         self.family = family
         self.directory = Path(directory)
@@ -134,8 +137,11 @@ class TransformersModel(Model):
             load_kwargs = {"dtype": torch.bfloat16, "device_map": "auto"}
         if dtype is not None:
             load_kwargs["dtype"] = getattr(torch, dtype)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
-        self.model = AutoModelForCausalLM.from_pretrained(self.directory, **load_kwargs)
+        if loaded is not None:
+            self.model, self.tokenizer = loaded
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.directory)
+            self.model = AutoModelForCausalLM.from_pretrained(self.directory, **load_kwargs)
         if device != "cuda":
             self.model.to(device)
         self.model.eval()
