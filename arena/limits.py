@@ -41,11 +41,13 @@ from arena.errors import RateLimited
 
 # Page traffic in the server at once (Admission). Two requests keep the one event loop busy
 # (a page or Gradio's info holds it for tens of milliseconds) and leave room for voters' requests
-# however many addresses flood, a browser opens six connections to a host, and a new visitor
-# would rather wait for a place (as a browser waits for a slow page) than be turned away: the
-# line sheds flooding addresses' requests first, so a visitor's leaves it only for its place
-# (a waiting request costs a connection and no work).
-PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 2, 6, 128, 30.0
+# however many addresses flood, and a new visitor would rather wait for a place (as a browser
+# waits for a slow page) than be turned away: the line sheds flooding addresses' requests first,
+# so a visitor's leaves it only for its place (a waiting request costs a connection and no work).
+# One address may hold several browsers' worth of requests (six connections each): a page left
+# while loading keeps its requests in line until they are served or time out, and the next page
+# of the same visitor must not be refused for them.
+PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 2, 24, 128, 30.0
 
 
 class SlidingWindow:
