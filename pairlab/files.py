@@ -5,7 +5,7 @@ device such as ``/dev/zero`` never end. A line is at most :data:`MAX_LINE` bytes
 read whole at most its limit (:data:`MAX_SMALL` for a config, a manifest, a template), asked of
 the file's size before reading (a sparse file costs nothing to ask) and held to while reading.
 Text that is not UTF-8 is refused naming the file and the line. Every refusal is a
-:class:`~pairlab.records.RecordError`, a ``ValueError`` whose text is one line.
+:class:`RecordError`, a ``ValueError`` whose text is one line.
 
 Writing (:func:`replace_file`): an output is written to a temporary file beside it and moved
 into place, so a reader or a kill never sees half a file, and a symlink planted at the
@@ -24,9 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pairlab.records import RecordError
 
-__all__ = ["MAX_LINE", "MAX_SMALL", "NOT_UTF8", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
+__all__ = ["MAX_LINE", "MAX_SMALL", "NOT_UTF8", "RecordError", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
            "read_text", "replace_file", "text_lines", "write_text"]
 
 # One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
@@ -35,6 +34,17 @@ MAX_LINE = 64 << 20
 MAX_SMALL = 16 << 20
 NOT_UTF8 = "invalid UTF-8 (bytes that do not decode)"
 _WRITTEN = "an output is written to a regular file"
+
+
+class RecordError(ValueError):
+    """A line that is not a valid record, located by file and 1-based line number."""
+
+    def __init__(self, path: str | os.PathLike | None, line: int | None, message: str):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.message = message
+        where = "" if self.path is None else f"{self.path}: " if line is None else f"{self.path}:{line}: "
+        super().__init__(f"{where}{message}")
 
 
 def check_regular(path: str | os.PathLike, info: os.stat_result | None = None,

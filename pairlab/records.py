@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+# The one reader and output rule (a FIFO, a device, a huge line refused; temp file + replace).
+from pairlab.files import RecordError, replace_file, text_lines
+
 RECORD_VERSION = 1
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -74,17 +77,6 @@ __all__ = [
     "read_records",
     "write_records",
 ]
-
-
-class RecordError(ValueError):
-    """A line that is not a valid record, located by file and 1-based line number."""
-
-    def __init__(self, path: str | os.PathLike | None, line: int | None, message: str):
-        self.path = None if path is None else str(path)
-        self.line = line
-        self.message = message
-        where = "" if self.path is None else f"{self.path}: " if line is None else f"{self.path}:{line}: "
-        super().__init__(f"{where}{message}")
 
 
 def make_pair_id(prompt: str, response_1: str, response_2: str) -> str:
@@ -258,8 +250,6 @@ def iter_jsonl(
     """
     if skip_bad and errors is None:
         raise ValueError("skip_bad=True needs an `errors` list to collect the bad lines in")
-    from pairlab.files import text_lines  # the one reader rule (a FIFO, a device, a huge line refused)
-
     for lineno, line in text_lines(path):
         if not line.strip():
             continue
@@ -302,8 +292,6 @@ def _dumps(item: Record | Pair | dict) -> str:
 
 def write_records(path: str | os.PathLike, items: Iterable[Record | Pair | dict]) -> int:
     """Write items as JSONL (replacing the file); returns the number of lines written."""
-    from pairlab.files import replace_file  # the one output rule: temp file + replace, umask's mode
-
     n = 0
     with replace_file(path) as fh:
         for item in items:
