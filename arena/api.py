@@ -142,10 +142,18 @@ def api_router(arena: Arena) -> APIRouter:
             arena.slots.release(slot)  # a no-op once the stream gave it back
 
     @router.get("/status")
-    async def status() -> dict:
-        """Battles holding a generation slot and battles waiting for one, on this process."""
+    async def status(request: Request) -> dict:
+        """Battles holding a generation slot and battles waiting for one, on this process; to a
+        caller whose battle waits for admission, also its ``place`` in line (1: next)."""
         generating, waiting = arena.slots.counts()
-        return {"generating": generating, "waiting": waiting}
+        answer = {"generating": generating, "waiting": waiting}
+        try:
+            place = arena.slots.place(request_voter(arena, request).token)
+        except UnknownBattle:  # no session: nothing of its waits
+            place = None
+        if place is not None:
+            answer["place"] = place
+        return answer
 
     @router.post("/votes")
     def vote(body: VoteIn, request: Request) -> dict:

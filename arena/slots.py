@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
 from arena.errors import RateLimited, Refused
@@ -111,26 +112,52 @@ class Slots:
                 raise Busy("The server is shutting down; try again in a minute.")
         return slot
 
-    async def wait(self, session: str, address: str | None = None,
-                   gone: Callable[[], Awaitable[bool]] | None = None) -> Slot:
-        """Wait for a slot on the event loop; refused when the line is full for this client,
-        given up when ``gone()`` says the client left (then :class:`Refused`)."""
+    def place(self, session: str) -> int | None:
+        """The place in line (1: next to be admitted) of ``session``'s waiting battle; None when
+        it has none waiting."""
+        return self._place(lambda slot: slot.session == session)
+
+    def _place(self, match: Callable[[Slot], bool]) -> int | None:
+        with self._lock:
+            return next((i for i, slot in enumerate(self._line, 1) if match(slot)), None)
+
+    async def line_up(self, session: str, address: str | None = None,
+                      gone: Callable[[], Awaitable[bool]] | None = None) -> AsyncIterator[int | Slot]:
+        """Wait for a slot on the event loop, yielding the place in line (1: next) each time it
+        changes, then the granted :class:`Slot`. Refused when the line is full for this client,
+        given up when ``gone()`` says the client left (then :class:`Refused`) or the iterator is
+        closed before the slot came."""
         slot = self._join(session, address)
+        shown = None
         waited = 0.0
         try:
             while not slot.granted.is_set():
                 if self._closed:
                     raise Busy("The server is shutting down; try again in a minute.")
+                place = self._place(lambda waiting: waiting is slot)
+                if place is not None and place != shown:
+                    shown = place
+                    yield place
+                    continue
                 await asyncio.sleep(POLL_S)
                 waited += POLL_S
                 if gone is not None and waited >= GONE_EVERY_S:
                     waited = 0.0
                     if await gone():
                         raise Refused("The client left before the models were free.")
-        except BaseException:  # refused, left, or cancelled: the place goes to the next one
+        except BaseException:  # refused, left, closed or cancelled: the place goes to the next one
             self._give_up(slot)
             raise
-        return slot
+        yield slot  # outside the guard: the caller owns the slot now, and releases it
+
+    async def wait(self, session: str, address: str | None = None,
+                   gone: Callable[[], Awaitable[bool]] | None = None) -> Slot:
+        """Wait for a slot on the event loop (:meth:`line_up` without the places)."""
+        async with aclosing(self.line_up(session, address, gone)) as line:
+            async for step in line:
+                if isinstance(step, Slot):
+                    return step
+        raise AssertionError("unreachable: a line-up ends with its slot or an error")
 
     def close(self) -> None:
         """Shutdown: no new waiter, and every waiting one is sent away."""

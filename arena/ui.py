@@ -21,6 +21,7 @@ import inspect
 import logging
 import re
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 
 import gradio as gr
@@ -31,6 +32,7 @@ from arena.battles import Arena, Battle
 from arena.errors import Refused, UnknownBattle
 from arena.listeners import Listeners
 from arena.sessions import Voter
+from arena.slots import Slot
 from pairlab.records import Record
 
 log = logging.getLogger(__name__)
@@ -252,9 +254,16 @@ def _conversation(arena: Arena, mode: str, named: bool, listeners: Listeners) ->
         page = request.session_hash
         if not await listeners.arrive(page):
             return  # nobody reads this event's output: nothing to generate, nobody to tell
+        slot = None
         try:
             voter = _voter(arena, request)
-            slot = await arena.slots.wait(voter.token, voter.address, gone=lambda: listeners.gone(page))
+            async with aclosing(arena.slots.line_up(voter.token, voter.address,
+                                                    gone=lambda: listeners.gone(page))) as line:
+                async for step in line:
+                    if isinstance(step, Slot):
+                        slot = step
+                        break
+                    yield {panel.status: f"You are {step} in line: the models answer when a place frees up…"}
         except Refused as exc:
             yield {panel.status: _error(exc)}
             return
