@@ -17,14 +17,11 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 
-from pairlab.backends.base import BackendError, GenerationParams, Model
+from pairlab.backends.base import ENGINES, BackendError, GenerationParams, Model
 from pairlab.resources import data_file
 
 DEFAULT_CONFIG = data_file("models.toml")
 BACKENDS = ("transformers", "openai", "vllm")
-# How a transformers model serves streams: "continuous", one engine batching every request
-# (transformers' continuous batching), or "generate", a generate() loop per stream.
-ENGINES = ("continuous", "generate")
 
 # Known families by a substring of the model's name; used when config does not say.
 _FAMILY_HINTS = (

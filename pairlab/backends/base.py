@@ -20,6 +20,11 @@ Messages = list[Message]
 Prompt = Union[Messages, str]
 
 
+# How a transformers model serves streams: "continuous", one engine batching every request
+# (transformers' continuous batching), or "generate", a generate() loop per stream.
+ENGINES = ("continuous", "generate")
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """Decoding parameters. ``temperature == 0`` means greedy; otherwise seeded sampling."""

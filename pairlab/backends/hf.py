@@ -21,9 +21,8 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, 
                           StoppingCriteria, StoppingCriteriaList, TemperatureLogitsWarper, TextIteratorStreamer,
                           TopPLogitsWarper)
 
-from pairlab.backends.base import BackendError, Completion, GenerationParams, Model, Prompt, PromptTooLong
+from pairlab.backends.base import ENGINES, BackendError, Completion, GenerationParams, Model, Prompt, PromptTooLong
 from pairlab.backends.chat import PLAIN_STOP, pick_template, render
-from pairlab.models import ENGINES
 from pairlab.weights import prepared_dir
 
 # Logits computed at once when scoring whole sequences (rows x positions x vocabulary):
