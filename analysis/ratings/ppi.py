@@ -829,8 +829,8 @@ def rank_sets(theta: np.ndarray, covariance: np.ndarray, level: float = 0.95, se
     "surely" means the difference's interval excludes 0 at a critical value ``c`` that holds
     for all pairs at once, the ``level`` quantile of ``max |Z_i - Z_j| / sd_ij`` over pairs
     with ``Z ~ N(0, covariance)`` (20,000 seeded draws). Every model's rank set then holds
-    jointly with probability ``level`` (per-model intervals held jointly in 73% of runs with
-    six models, issue 26)."""
+    jointly with probability ``level`` (per-model intervals held jointly in 73% of simulated
+    runs with six models)."""
     theta, covariance = np.asarray(theta, float), np.asarray(covariance, float)
     m = len(theta)
     i, j = np.triu_indices(m, 1)
@@ -1024,7 +1024,7 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     pairs people voted on (labelled) against those they did not (unlabelled), compared by
     prompt, category, model and the judge's verdict (a chi-square test of each table,
     Pearson 1900; a warning with the shares where p < ``alpha``). With people only on some
-    categories the ratings drift from people's, silently, by up to 15 Elo (issue 26)."""
+    categories the ratings drift from people's, silently, by up to 15 Elo in simulation."""
     from scipy.stats import chi2_contingency
 
     labelled = verdicts["pair_id"].isin(set(human["pair_id"])).to_numpy()

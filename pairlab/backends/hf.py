@@ -479,8 +479,8 @@ def torch_gpu() -> bool:
 def use_free_cpus(threads: int | None = None) -> int:
     """Set torch's CPU threads for an offline job (judging, generating pairs) and return them:
     ``threads``, or the CPUs the 1-minute load average leaves idle, at least 1. On a machine
-    busy with other work, threads that outnumber the idle cores wait for each other: a 48-token
-    generation took 99 s on two threads and 11 s on one at load 10 on two cores."""
+    busy with other work, threads that outnumber the idle cores wait for each other, and a
+    generation runs several times slower than on fewer threads."""
     if threads is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         threads = max(1, cpus - round(os.getloadavg()[0]))
