@@ -229,7 +229,9 @@ def test_panes_show_markup_in_answers_as_text(tmp_path):
 
 def test_a_full_generation_line_turns_new_battles_away(tmp_path):
     config = tmp_path / "arena.toml"
+    # One generation slot, so the line behind it is what fills (the engines would admit eight).
     config.write_text(f'[arena]\nmodels = {list(MODELS)!r}\nqueue_max_size = 3\nwaiting_per_address = 10\n'
+                      'max_concurrent_generations = 1\n'
                       '[arena.generation]\nmax_new_tokens = 96\n'.replace("'", '"'))
     app = AppProcess(config, f"sqlite:///{tmp_path / 'votes.db'}", tmp_path / "app.log").start()
 

@@ -33,7 +33,9 @@ def app(tmp_path_factory):
     """One app for the module (loading both models takes most of a minute); the SIGTERM test goes last."""
     tmp = tmp_path_factory.mktemp("flood")
     config = tmp / "arena.toml"
-    config.write_text(flood.config_text(str(PAIRS), MODELS, max_new_tokens=48, extra="daily_address_vote_cap = 5\n"))
+    # One generation slot: these tests are about the line behind it (the engines' batching has its own).
+    config.write_text(flood.config_text(str(PAIRS), MODELS, max_new_tokens=48,
+                                        extra="daily_address_vote_cap = 5\nmax_concurrent_generations = 1\n"))
     server = AppProcess(config, f"sqlite:///{tmp / 'votes.db'}", tmp / "app.log").start()
     server.db = tmp / "votes.db"
     yield server
