@@ -101,7 +101,7 @@ def replicate(judge: str, reps: int, n: int, budget: int, seed: int, *, weighted
 
 @pytest.mark.simulation
 def test_active_picks_cover_people_strengths_and_are_narrower_than_uniform():
-    cover, width, predicted = replicate("confident", reps=80, n=2000, budget=200, seed=1)
+    cover, width, predicted = replicate("confident", reps=160, n=2000, budget=200, seed=1)
     assert 0.93 <= cover["active"] <= 0.97, cover
     assert 0.93 <= cover["uniform"] <= 0.97, cover
     ratio = np.median(width["active"] / width["uniform"])
