@@ -187,13 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
                         help=f"require 'Authorization: Bearer KEY' on every route (default: ${API_KEY_ENV}; "
                              "none: open to anyone who can reach the port)")
+    parser.add_argument("--engine", choices=("continuous", "generate"), default="continuous",
+                        help="continuous: concurrent requests share one batching engine (on a GPU, with CUDA "
+                             "graphs: this process holds one model); generate: a generate() loop per request "
+                             "(default: %(default)s)")
+    parser.add_argument("--max-inflight", type=int,
+                        help="requests the engine batches at once; more wait in its queue "
+                             "(default: 64 on a GPU, 8 on CPU)")
     args = parser.parse_args(argv)
 
     import uvicorn
 
     from pairlab.models import get_model
 
-    model = get_model(args.model, backend="transformers")
+    from pairlab.backends.hf import torch_gpu
+
+    inflight = args.max_inflight or (64 if torch_gpu() else 8)
+    model = get_model(args.model, backend="transformers", engine=args.engine, max_inflight=inflight)
     print(f"serving {model.id} on http://{args.host}:{args.port}/v1", flush=True)
     app = build_app(model, args.max_tokens, args.max_tokens_limit, args.max_prompt_chars, args.api_key,
                     args.max_echo_tokens, args.host)

@@ -17,6 +17,13 @@ attention over the batch's other rows, CPU thread count, GPU kernels); a token w
 sits on a draw's boundary can then differ, and the text after it. Replaying a seed alone
 reproduces the shown answer when the logits come out the same (typically on CPU, one request
 alone), not bit for bit under every batch.
+
+On a GPU the engine replays each decode step as a captured CUDA graph, which a per-request
+generator (a host-side loop over rows) cannot run inside. There the draw is counter-based, as
+vLLM's seeded sampler draws from (seed + position): temperature and top-p are the library's own
+per-request processors, and the draw is Gumbel-max over uniforms hashed from (seed, the token's
+position in the answer, token id), so it has no state and no row depends on another. The seed's
+guarantee is the same; the draws themselves differ from the CPU's generator draws.
 """
 
 from __future__ import annotations
@@ -25,13 +32,15 @@ import itertools
 import math
 import queue
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 
 import torch
-from transformers import GenerationConfig, LogitsProcessorList
+from transformers import GenerationConfig, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
 from transformers.generation.continuous_batching.cb_logits_processors import (
-    ContinuousBatchingLogitsProcessor, ContinuousBatchingLogitsProcessorList)
+    ContinuousBatchingLogitsProcessor, ContinuousBatchingLogitsProcessorList,
+    ContinuousBatchingTemperatureLogitsWarper, ContinuousBatchingTopPLogitsWarper)
 
 from pairlab.backends.base import BackendError, GenerationParams
 
@@ -39,7 +48,8 @@ from pairlab.backends.base import BackendError, GenerationParams
 # request takes more, the scheduler waits when they run out), and the page size.
 TOKENS_PER_REQUEST = 1024
 PAGE_TOKENS = 256
-SEED_GUARANTEE = ("the seed fixes each request's random draws whatever else is batched with it; the logits they "
+SEED_GUARANTEE = ("the seed fixes each request's random draws whatever else is batched with it (on CPU a generator "
+                  "of the request's own, on a GPU a hash of the seed and each token's position); the logits they "
                   "apply to may differ in their last bits with the batch's shape, so a replay reproduces the text "
                   "only where those logits come out the same")
 
@@ -70,6 +80,79 @@ class _SeededRows(ContinuousBatchingLogitsProcessor):
         return scores
 
 
+M32 = 0xFFFFFFFF
+
+
+def _mix32(x):
+    """A 32-bit integer hash (Wellons' two-multiply xorshift form), for Python ints and int64
+    tensors alike. Multipliers under 2**31 keep every product of a 32-bit value inside int64."""
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & M32
+    x = x ^ (x >> 15)
+    x = (x * 0x2C1B3C6D) & M32
+    return x ^ (x >> 16)
+
+
+def draw_key(seed: int, position: int) -> int:
+    """The key of one draw: a request's seed and the position in its answer of the token drawn,
+    as a non-negative int32 (a row's key of -1 means no draw: greedy)."""
+    return _mix32((seed & M32) ^ _mix32((position * 0x9E3779B1 + 1) & M32)) & 0x7FFFFFFF
+
+
+def gumbel_noise(keys: torch.Tensor, vocab: int) -> torch.Tensor:
+    """Standard Gumbel noise of shape ``[len(keys), vocab]``, a function of (key, token id) alone:
+    ``argmax(scores + noise)`` is a draw from ``softmax(scores)``."""
+    tokens = torch.arange(vocab, device=keys.device, dtype=torch.int64)
+    x = _mix32(_mix32(keys.to(torch.int64) & M32).unsqueeze(-1) ^ ((tokens * 0x9E3779B1) & M32))
+    uniform = ((x >> 8).to(torch.float32) + 0.5) * 2.0**-24  # 24 bits: exact in float32, never 0 or 1
+    return -torch.log(-torch.log(uniform))
+
+
+class _CountedDraws(ContinuousBatchingLogitsProcessor):
+    """The seeded draw inside the engine's CUDA graph: each row's key (its request's seed and
+    the answer position it draws) selects the row's Gumbel noise, added to the scores the
+    library's temperature and top-p processors left; the engine's greedy step then picks the
+    drawn token. Rows without a seed get no noise and stay greedy."""
+
+    supported_kwargs = {"seed": int}
+    ignored_kwargs = ()
+
+    def fill_defaults(self, int32_tensor: torch.Tensor) -> None:
+        int32_tensor.fill_(-1)
+
+    def prepare_tensor_args(self, requests_with_new_token) -> torch.Tensor:
+        keys = []
+        for r in requests_with_new_token:
+            seed = r.state.logit_processor_kwargs.get("seed")
+            # Batching is synchronous (the engine's config says so): a request's generated tokens
+            # are all known here, so their count is the position of the token this step draws.
+            keys.append(-1 if seed is None else draw_key(seed, len(r.state.generated_tokens)))
+        return torch.tensor(keys, dtype=torch.int32)
+
+    def __call__(self, scores: torch.Tensor, tensor_arg: torch.Tensor) -> torch.Tensor:
+        keys = tensor_arg[: scores.size(0)]
+        noise = gumbel_noise(keys, scores.size(-1))
+        return scores + torch.where(keys.unsqueeze(-1) >= 0, noise, 0.0)
+
+
+def counted_processors() -> ContinuousBatchingLogitsProcessorList:
+    """Per-request temperature, top-p (the library's) and the counted draw, in that order; a
+    request without these kwargs is greedy (temperature 1, top-p 1, no draw)."""
+    processors = ContinuousBatchingLogitsProcessorList(LogitsProcessorList([
+        ContinuousBatchingTemperatureLogitsWarper(TemperatureLogitsWarper(1.0)),
+        ContinuousBatchingTopPLogitsWarper(TopPLogitsWarper(1.0)),
+        _CountedDraws()]))
+    processors.tensors_required = 3  # the list counts only processors it converted itself
+    return processors
+
+
+# The engines on CUDA devices in this process. A graph capture on one engine's loop thread fails
+# when another engine's thread runs eager work on the same GPU meanwhile ("operation not permitted
+# when stream is capturing", seen on an H200 with two models' engines starting at once), so an
+# engine captures graphs only when it is the one engine on its GPU: one model per process.
+_CUDA_ENGINES: weakref.WeakSet = weakref.WeakSet()
+
+
 class BatchingEngine:
     """transformers' continuous batching for one loaded model; at most ``max_inflight``
     requests in its batch (the arena admits that many battles), the rest wait in its queue."""
@@ -86,17 +169,35 @@ class BatchingEngine:
         self._routes: dict[str, queue.Queue] = {}
         self._keys = itertools.count()
         self._lock = threading.Lock()
+        # Decided when the engine starts: CUDA graphs (each step replays a captured graph, the
+        # counted draw inside it) where this is the one engine on its GPU, eager steps otherwise.
+        self.graphs: bool | None = None
+        if model.device.type == "cuda":
+            if any(e.graphs and e.model.device == model.device for e in _CUDA_ENGINES):
+                raise BackendError(
+                    f"a model on {model.device} already serves with CUDA graphs, which another model's engine "
+                    "would break: load every model before the first request (they then share the GPU without "
+                    "graphs), or serve each model in a process of its own (python -m arena.model_server)")
+            _CUDA_ENGINES.add(self)
         eos = model.generation_config.eos_token_id
         eos = eos if eos is not None else tokenizer.eos_token_id
         self.eos = list(eos) if isinstance(eos, (list, tuple)) else [eos]
+
+    def alone_on_gpu(self) -> bool:
+        return [e for e in _CUDA_ENGINES if e.model.device == self.model.device] == [self]
 
     def _start(self):
         with self._lock:
             if self._manager is not None:
                 return self._manager
+            if self.graphs is None:
+                self.graphs = self.alone_on_gpu()
+            # Synchronous batching: the counted draw reads each request's generated tokens at
+            # the step that draws (the asynchronous mode schedules a step before the last ends).
             config = ContinuousBatchingConfig(
                 max_requests_per_batch=self.max_inflight, page_size=PAGE_TOKENS, seed=0,
-                num_blocks=math.ceil(self.max_inflight * TOKENS_PER_REQUEST / PAGE_TOKENS) + 8)
+                num_blocks=math.ceil(self.max_inflight * TOKENS_PER_REQUEST / PAGE_TOKENS) + 8,
+                use_cuda_graph=self.graphs, use_async_batching=False)
             generation = GenerationConfig(do_sample=False, eos_token_id=self.eos,
                                           pad_token_id=self.tokenizer.pad_token_id)
             if self.model.device.type == "cpu":
@@ -108,8 +209,11 @@ class BatchingEngine:
                                                           continuous_batching_config=config)
             # The manager builds its processors from the generation config (none: greedy); the
             # seeded draw is added before its loop starts, the one place it reads them.
-            processors = ContinuousBatchingLogitsProcessorList(LogitsProcessorList([self._rows]))
-            processors.tensors_required = 1  # the list counts only processors it converted itself
+            if self.graphs:
+                processors = counted_processors()
+            else:
+                processors = ContinuousBatchingLogitsProcessorList(LogitsProcessorList([self._rows]))
+                processors.tensors_required = 1  # the list counts only processors it converted itself
             manager.logit_processor = processors
             # The loop thread is daemonic as the thread that starts it is: an engine never keeps
             # the process from exiting (its loop does not end on its own).
@@ -139,7 +243,9 @@ class BatchingEngine:
         route: queue.Queue = queue.Queue()
         self._routes[request_id] = route
         extra = {}
-        if not params.greedy:
+        if not params.greedy and self.graphs:
+            extra = {"temperature": float(params.temperature), "top_p": float(params.top_p), "seed": int(params.seed)}
+        elif not params.greedy:
             self._rows.samplers[key] = self._sampler_factory(params)
             extra["sampler"] = key
         finished = False
@@ -162,6 +268,7 @@ class BatchingEngine:
             self._rows.samplers.pop(key, None)
 
     def close(self) -> None:
+        _CUDA_ENGINES.discard(self)
         with self._lock:
             if self._manager is not None:
                 self._manager.stop(block=True)
