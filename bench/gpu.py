@@ -9,9 +9,11 @@ ids, so a text of n words is n tokens and a streamed answer's tokens are its wor
 Prints, for the engine it ran (transformers' continuous batching through ``TransformersModel``;
 vLLM is not used here):
 
-* arena: both panes of a battle (the big model beside the small one) streamed through
-  ``TransformersModel.stream`` at 1, 4 and 16 concurrent visitors: tok/s per pane, in all, first
-  token p50/p99; anchor: raw ``model.generate`` of the big model at batch 1 and 64;
+* arena: panes streamed through ``TransformersModel.stream`` at 1, 4 and 16 concurrent visitors,
+  first the big model alone (one model per process, as ``arena.model_server`` serves it: CUDA
+  graphs), then both panes of a battle, the big model beside the small one in one process (no
+  graphs): tok/s per pane, in all, first token p50/p99; anchor: raw ``model.generate`` of the big
+  model at batch 1 and 64, timed before any engine starts;
 * judging: ``judges.runner.judge_pairs`` (``judges.run``'s code path) in logprob, likelihood and
   generate mode: verdicts/s against the bare batched forward pass over the same texts, and
   against the compute limit (FLOPs / measured matmul peak) or, for generate, the bandwidth
@@ -19,7 +21,7 @@ vLLM is not used here):
 
 Peaks are measured on the device (a large bf16 matmul, a large copy), not taken from a data
 sheet, so the limits are what this card reaches, a little under its nominal figures.
-Budgeted to finish in under 6 minutes on one H100 or H200. ``--tiny`` (the default without
+Finishes in about 2.5 minutes on one H200 (under the 6 minutes budgeted). ``--tiny`` (the default without
 CUDA) runs tiny shapes on CPU in well under a minute.
 
     python bench/gpu.py [--tiny] [--new-tokens 128] [--prompt-tokens 960] [--pairs 64]
@@ -86,6 +88,12 @@ def word_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     # subword vocabulary (transformers' stop-string matcher), which a word vocabulary is not.
     tok.chat_template = "<s> {% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}assistant"
     return tok
+
+
+def build_from(model: TransformersModel, max_inflight: int) -> TransformersModel:
+    """A fresh engine over ``model``'s weights (an engine decides its CUDA graphs once, at its start)."""
+    return TransformersModel(model.id, Path("."), template="chat", device=str(model.model.device),
+                             engine="continuous", max_inflight=max_inflight, loaded=(model.model, model.tokenizer))
 
 
 def build(shape, device: str, dtype: torch.dtype, engine: str, max_inflight: int) -> TransformersModel:
@@ -162,9 +170,8 @@ def forward_flops(model: TransformersModel, tokens: int) -> float:
 
 
 # -- arena -----------------------------------------------------------------------------------
-def battle(models: tuple[TransformersModel, TransformersModel], prompt: str, seed: int, new_tokens: int,
-           panes: list) -> None:
-    """One visitor: both panes at once, each a stream, as the arena runs them."""
+def battle(models: tuple[TransformersModel, ...], prompt: str, seed: int, new_tokens: int, panes: list) -> None:
+    """One visitor: its panes at once, each a stream, as the arena runs them."""
 
     def pane(model: TransformersModel) -> None:
         params = GenerationParams(max_new_tokens=new_tokens, seed=seed, **ARENA_PARAMS)
@@ -183,24 +190,39 @@ def battle(models: tuple[TransformersModel, TransformersModel], prompt: str, see
         t.join()
 
 
-def arena(big, small, visitors: int, new_tokens: int, prompt_tokens: int, rng) -> dict:
+def arena(models: tuple[TransformersModel, ...], visitors: int, new_tokens: int, prompt_tokens: int, rng) -> dict:
     prompts = [words(rng, prompt_tokens, 300) for _ in range(visitors)]
     panes: list = []
     start = time.perf_counter()
-    threads = [threading.Thread(target=battle, args=((big, small), p, i, new_tokens, panes))
+    threads = [threading.Thread(target=battle, args=(models, p, i, new_tokens, panes))
                for i, p in enumerate(prompts)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    if len(panes) != 2 * visitors:  # a pane's thread failed (its error is printed above)
-        raise SystemExit(f"{2 * visitors - len(panes)} of {2 * visitors} panes failed")
+    expected = len(models) * visitors
+    if len(panes) != expected:  # a pane's thread failed (its error is printed above)
+        raise SystemExit(f"{expected - len(panes)} of {expected} panes failed")
     firsts = [p["first"] for p in panes]
     return {"pane": {m.id: statistics.median(p["tokens"] / p["seconds"] for p in panes if p["model"] == m.id)
-                     for m in (big, small)},
+                     for m in models},
             "all": sum(p["tokens"] for p in panes) / wall, "p50": pct(firsts, 0.5), "p99": pct(firsts, 0.99),
             "tokens": sum(p["tokens"] for p in panes)}
+
+
+def arena_rows(models, visitors, new_tokens, rng, reference) -> None:
+    """Warm-up at the largest batch (engines started, graphs captured), then a row per load."""
+    arena(models, max(visitors), 8, 16, rng)
+    big = models[0]
+    print(f"engine: {big.info()['engine']}, CUDA graphs: {big.engine.graphs}")
+    print("visitors | " + " | ".join(f"{m.id} pane tok/s" for m in models)
+          + " | in all tok/s | first token p50 / p99 s | big pane / raw batch 1 | in all / raw largest batch")
+    for v in visitors:
+        r = arena(models, v, new_tokens, 16, rng)
+        print(f"{v:>8} | " + " | ".join(f"{r['pane'][m.id]:.1f}" for m in models)
+              + f" | {r['all']:.1f} | {r['p50']:.3f} / {r['p99']:.3f} | {r['pane'][big.id] / reference[1]:.2f}x"
+              f" | {r['all'] / max(reference.values()):.2f}x")
 
 
 def raw_generate(model: TransformersModel, batch: int, new_tokens: int, prompt_tokens: int, rng) -> float:
@@ -295,26 +317,24 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     print(f"measured peaks: matmul {peak_flops / 1e12:.2f} TFLOP/s, copy {bandwidth / 1e9:.1f} GB/s")
     inflight = max(visitors)
     big = build(shapes["big"], device, dtype, "continuous", inflight)
-    small = build(shapes["small"], device, dtype, "continuous", inflight)
-    print(f"engine: {big.info()['engine']} (max_inflight {inflight}); models: {big.id} "
-          f"{weight_bytes(big) / 1e9:.2f} GB, {small.id} {weight_bytes(small) / 1e9:.3f} GB")
-
-    print(f"\n== arena: both panes streamed through the engine, {new_tokens} new tokens, seeded sampling ==")
-    arena(big, small, 1, 4, 16, rng)  # warm-up: engines started, kernels compiled
-    reference = {b: raw_generate(big, b, new_tokens, 16, rng) for b in (1, 64 if not tiny else 8)}
+    print(f"models: {big.id} {weight_bytes(big) / 1e9:.2f} GB, {shapes['small'][0]}; max_inflight {inflight}")
+    print(f"\n== arena: panes streamed through the engines, {new_tokens} new tokens, seeded sampling ==")
+    batches = (1, 64 if not tiny else 8)
+    for b in batches:  # warm-up: the first call at a shape pays for its kernels' set-up
+        raw_generate(big, b, 4, 16, rng)
+    reference = {b: raw_generate(big, b, new_tokens, 16, rng) for b in batches}  # before any engine starts
     step_floor = decode_bytes(big) / bandwidth
     print(f"anchor: raw {big.id} model.generate: " + ", ".join(
         f"batch {b} {v:.1f} tok/s" for b, v in reference.items())
         + f"; bandwidth limit batch 1: {1 / step_floor:.1f} tok/s")
-    print("visitors | big pane tok/s | small pane tok/s | in all tok/s | first token p50 / p99 s | "
-          "big pane / raw batch 1 | in all / raw largest batch")
-    for v in visitors:
-        r = arena(big, small, v, new_tokens, 16, rng)
-        print(f"{v:>8} | {r['pane'][big.id]:14.1f} | {r['pane'][small.id]:16.1f} | {r['all']:12.1f} | "
-              f"{r['p50']:.3f} / {r['p99']:.3f}{'':>10} | {r['pane'][big.id] / reference[1]:.2f}x"
-              f"{'':>16} | {r['all'] / max(reference.values()):.2f}x")
-    big.close()
-    small.close()
+    print(f"\n-- one model per process ({big.id} alone, as python -m arena.model_server serves it) --")
+    arena_rows((big,), visitors, new_tokens, rng, reference)
+    big.close()  # its engine; the weights stay for the next section and the judging
+    print("\n-- both models in one process (the arena's own engines, sharing the GPU) --")
+    both = (build_from(big, inflight), build(shapes["small"], device, dtype, "continuous", inflight))
+    arena_rows(both, visitors, new_tokens, rng, reference)
+    for m in both:
+        m.close()
 
     pairs = judge_pairs_of(n_pairs, answer_tokens, big.model.config.vocab_size, rng)
     batch = args.batch_size or judging_batch(big, pairs, device, new_tokens)
@@ -341,6 +361,7 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     ours = verdicts * new_tokens / seconds  # at most: a judge that stops early decodes fewer
     steps = math.ceil(verdicts / batch) * new_tokens
     prompt = round(mean([len(big.tokenizer(t).input_ids) for t in judge_texts(big, gen_pairs, "logprob")]))
+    raw_generate(big, min(batch, verdicts), 2, prompt, rng)  # warm-up at this shape
     raw = raw_generate(big, min(batch, verdicts), new_tokens, prompt, rng)  # the judge prompts' length
     print(f"generate | {verdicts / seconds:.2f} verdicts/s, <= {ours:.1f} tok/s, {seconds / steps * 1e3:.2f} ms a step "
           f"| raw generate batch {min(batch, verdicts)}: {raw:.1f} tok/s, {ours / raw:.2f}x | bandwidth floor "
