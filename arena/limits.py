@@ -39,15 +39,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from arena.errors import RateLimited
 
 
-# Page traffic in the server at once (Admission). Two requests keep the one event loop busy
-# (a page or Gradio's info holds it for tens of milliseconds) and leave room for voters' requests
-# however many addresses flood, and a new visitor would rather wait for a place (as a browser
+# Page traffic in the server at once (Admission). One request keeps the one event loop busy
+# (a page or Gradio's info holds it for tens of milliseconds) and leaves room for voters' requests
+# however many addresses flood (with two, the review's flood of 16 addresses, 4 requests in flight
+# each, put 7 of 50 voters over 2 s p99 in one run of three; with one, 3 in one run of three), and a new visitor would rather wait for a place (as a browser
 # waits for a slow page) than be turned away: the line sheds flooding addresses' requests first,
 # so a visitor's leaves it only for its place (a waiting request costs a connection and no work).
 # One address may hold several browsers' worth of requests (six connections each): a page left
 # while loading keeps its requests in line until they are served or time out, and the next page
 # of the same visitor must not be refused for them.
-PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 2, 24, 128, 30.0
+PAGE_SLOTS, PAGE_PER_ADDRESS, PAGE_WAITING, PAGE_WAIT_S = 1, 24, 128, 30.0
 
 
 class SlidingWindow:
