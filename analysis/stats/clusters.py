@@ -98,12 +98,12 @@ def prompt_key(frame: pd.DataFrame, sort: bool = False) -> pd.Series | None:
     return _keys(key, key >= 0, frame.index)
 
 
-def _prompt_groups(prompt: pd.Series, pair: pd.Series | None) -> pd.Series:
+def _prompt_groups(prompt: pd.Series, pair_codes: np.ndarray | None) -> pd.Series:
     """The clusters by prompt: a row without a prompt is its pair's cluster (a pair sits inside
     one prompt), and without a pair_id too, a cluster of its own."""
-    if pair is None or prompt.notna().all():
+    if pair_codes is None or prompt.notna().all():
         return prompt
-    pair_codes = _given_codes(pair)[0].astype(np.int64)
+    pair_codes = pair_codes.astype(np.int64)
     given = prompt.notna().to_numpy()
     key = np.where(given, prompt.fillna(0).to_numpy(np.int64), int(prompt.max()) + 1 + pair_codes)
     return _keys(key, given | (pair_codes >= 0), prompt.index)
@@ -119,14 +119,17 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
     """
     if cluster not in (None, *CLUSTERS):
         raise ValueError(f"unknown cluster {cluster!r}; use one of {', '.join(CLUSTERS)}")
-    pair = None
-    if "pair_id" in frame.columns and (_given_codes(frame["pair_id"])[0] >= 0).any():
-        pair = frame["pair_id"]
+    # pair_id is coded once: over a million pair ids, hashing them is most of a fit's reading time.
+    pair = pair_codes = None
+    if "pair_id" in frame.columns:
+        codes, n_pairs = _given_codes(frame["pair_id"])
+        if (codes >= 0).any():
+            pair, pair_codes = frame["pair_id"], codes
     prompt = prompt_key(frame)
     if cluster is None:
         if prompt is not None:
             if pair is not None:
-                per_prompt = pd.DataFrame({"p": prompt.array, "k": _given_codes(pair)[0]}).dropna()
+                per_prompt = pd.DataFrame({"p": prompt.array, "k": pair_codes}).dropna()
                 per_prompt = per_prompt[per_prompt["k"] >= 0]
             else:
                 lo = np.minimum(frame["model_a"].astype(str), frame["model_b"].astype(str))
@@ -138,11 +141,13 @@ def cluster_groups(frame: pd.DataFrame, cluster: str | None = None) -> Clusterin
             cluster = "pair"
     if cluster is None:
         return Clustering("none", None, len(frame))
-    groups = _prompt_groups(prompt, pair) if cluster == "prompt" and prompt is not None else (
+    groups = _prompt_groups(prompt, pair_codes) if cluster == "prompt" and prompt is not None else (
         prompt if cluster == "prompt" else pair)
     if groups is None:
         need = "prompt_id or prompt" if cluster == "prompt" else "pair_id"
         raise ValueError(f"--cluster {cluster}: the votes carry no {need}")
+    if groups is pair:  # cluster_codes' count: the given pair ids, and each row without one alone
+        return Clustering(cluster, groups, n_pairs + int((pair_codes < 0).sum()))
     return Clustering(cluster, groups, int(cluster_codes(groups).max(initial=-1)) + 1)
 
 
