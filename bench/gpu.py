@@ -90,13 +90,13 @@ def word_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     return tok
 
 
-def build_from(model: TransformersModel, max_inflight: int) -> TransformersModel:
-    """A fresh engine over ``model``'s weights (an engine decides its CUDA graphs once, at its start)."""
-    return TransformersModel(model.id, Path("."), template="chat", device=str(model.model.device),
-                             engine="continuous", max_inflight=max_inflight, loaded=(model.model, model.tokenizer))
+def served(name: str, model, tokenizer, max_inflight: int) -> TransformersModel:
+    """A loaded model behind the backend, streaming through its own continuous-batching engine."""
+    return TransformersModel(name, Path("."), template="chat", device=str(model.device), engine="continuous",
+                             max_inflight=max_inflight, loaded=(model, tokenizer))
 
 
-def build(shape, device: str, dtype: torch.dtype, engine: str, max_inflight: int) -> TransformersModel:
+def build(shape, device: str, dtype: torch.dtype, max_inflight: int) -> TransformersModel:
     name, config_class, dims = shape
     config = config_class(bos_token_id=1, eos_token_id=2, pad_token_id=2, **dims)
     previous = torch.get_default_dtype()
@@ -107,9 +107,7 @@ def build(shape, device: str, dtype: torch.dtype, engine: str, max_inflight: int
     finally:
         torch.set_default_dtype(previous)
     model.eval()
-    tokenizer = word_tokenizer(config.vocab_size)
-    return TransformersModel(name, Path("."), template="chat", device=device, engine=engine,
-                             max_inflight=max_inflight, loaded=(model, tokenizer))
+    return served(name, model, word_tokenizer(config.vocab_size), max_inflight)
 
 
 def words(rng: torch.Generator, n: int, vocab: int) -> str:
@@ -316,7 +314,7 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     peak_flops, bandwidth = measure_peaks(device, dtype, tiny)
     print(f"measured peaks: matmul {peak_flops / 1e12:.2f} TFLOP/s, copy {bandwidth / 1e9:.1f} GB/s")
     inflight = max(visitors)
-    big = build(shapes["big"], device, dtype, "continuous", inflight)
+    big = build(shapes["big"], device, dtype, inflight)
     print(f"models: {big.id} {weight_bytes(big) / 1e9:.2f} GB, {shapes['small'][0]}; max_inflight {inflight}")
     print(f"\n== arena: panes streamed through the engines, {new_tokens} new tokens, seeded sampling ==")
     batches = (1, 64 if not tiny else 8)
@@ -331,7 +329,8 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     arena_rows((big,), visitors, new_tokens, rng, reference)
     big.close()  # its engine; the weights stay for the next section and the judging
     print("\n-- both models in one process (the arena's own engines, sharing the GPU) --")
-    both = (build_from(big, inflight), build(shapes["small"], device, dtype, "continuous", inflight))
+    # A fresh engine over the big model's weights: an engine decides its CUDA graphs once, at its start.
+    both = (served(big.id, big.model, big.tokenizer, inflight), build(shapes["small"], device, dtype, inflight))
     arena_rows(both, visitors, new_tokens, rng, reference)
     for m in both:
         m.close()
