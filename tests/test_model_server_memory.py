@@ -69,3 +69,35 @@ def test_gathered_token_logprobs_equal_the_full_log_softmax(smollm):
     assert scored[0][2] is None
     assert [v for _, _, v in scored[1:]] == pytest.approx(expected, abs=1e-4)
     assert "".join(t for t, _, _ in scored) == text
+
+
+_ENGINES = """
+import json, sys
+from pairlab.backends.base import GenerationParams
+from pairlab.models import get_model
+
+def high_water():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
+
+models = [get_model(name, engine="continuous", max_inflight=8) for name in ("smollm2-135m-instruct", "gemma3-270m")]
+loaded = high_water()
+prompt = "Summarise this: " + "The quick brown fox jumps over the lazy dog. " * 120  # about 1,300 tokens
+pieces = [list(m.stream(prompt, GenerationParams(max_new_tokens=4, temperature=0.7, top_p=0.9, seed=1)))
+          for m in models]
+print(json.dumps({"loaded": loaded, "peak": high_water(), "streamed": [len(p) for p in pieces]}))
+"""
+
+
+def test_an_app_process_worth_of_engines_holds_the_weights_and_a_few_gigabytes_not_eight():
+    """The arena's two embedded models, each behind its batching engine (the shipped arena.toml),
+    after one long prompt each. The engine's step buffers are sized by the tokens one step may
+    take; at the library's default (8,192) this process peaked at 8 GB, and three app processes
+    of a test, beside another run of the suite, filled the machine."""
+    result = subprocess.run([sys.executable, "-c", _ENGINES], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    print(f"weights loaded: {measured['loaded'] / 2**30:.2f} GiB; peak after a long prompt on each engine: "
+          f"{measured['peak'] / 2**30:.2f} GiB")
+    assert all(n >= 1 for n in measured["streamed"])
+    assert measured["peak"] - measured["loaded"] < 4 * 2**30

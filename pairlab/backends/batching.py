@@ -48,6 +48,11 @@ from pairlab.backends.base import BackendError, GenerationParams
 # request takes more, the scheduler waits when they run out), and the page size.
 TOKENS_PER_REQUEST = 1024
 PAGE_TOKENS = 256
+# Tokens one step may feed the model on CPU (longer prefills go in chunks). The library's
+# default, 8,192, sizes its step buffers and attention masks for that many: an app process with
+# the two embedded models then held 8 GB, 3.7 GB with this. On a GPU the library sizes them
+# from the card's free memory.
+CPU_STEP_TOKENS = 1024
 SEED_GUARANTEE = ("the seed fixes each request's random draws whatever else is batched with it (on CPU a generator "
                   "of the request's own, on a GPU a hash of the seed and each token's position); the logits they "
                   "apply to may differ in their last bits with the batch's shape, so a replay reproduces the text "
@@ -196,6 +201,7 @@ class BatchingEngine:
             # the step that draws (the asynchronous mode schedules a step before the last ends).
             config = ContinuousBatchingConfig(
                 max_requests_per_batch=self.max_inflight, page_size=PAGE_TOKENS, seed=0,
+                max_batch_tokens=CPU_STEP_TOKENS if self.model.device.type == "cpu" else None,
                 num_blocks=math.ceil(self.max_inflight * TOKENS_PER_REQUEST / PAGE_TOKENS) + 8,
                 use_cuda_graph=self.graphs, use_async_batching=False)
             generation = GenerationConfig(do_sample=False, eos_token_id=self.eos,
