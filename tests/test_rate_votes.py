@@ -1,5 +1,5 @@
 """One rating rule for every caller: the ratings command, ``pairlab.rate`` (with and without a
-bootstrap) and the arena's leaderboard give the same ratings on the same votes, whatever the
+bootstrap), the arena's leaderboard and the bias report give the same ratings on the same votes, whatever the
 models are called, and the API takes a plain DataFrame and speaks in its own words."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 import pairlab
 from analysis.ratings.cli import main as ratings_main
+from analysis.report.cli import main as report_main
 from arena.leaderboard import ratings as leaderboard_ratings
 from pairlab.records import Record
 
@@ -51,6 +52,9 @@ def test_the_eighteen_votes_rate_alike_everywhere(tmp_path, top):
     }
     table, method, _ = leaderboard_ratings(_records(frame), bootstrap=200)
     answers["leaderboard"] = dict(zip(table["model"], table["rating"]))
+    assert report_main(["--votes", str(path), "--out", str(tmp_path / "report"), "--quiet"]) == 0
+    rows = json.loads((tmp_path / "report" / "report.json").read_text())["judges"]["human"]["ratings"]["bt"]
+    answers["report"] = {row["model"]: row["rating"] for row in rows or ()}
     expected = answers["ratings"]
     assert set(expected) == {top, "B", "C"} and expected[top] == max(expected.values())
     assert expected[top] < 1400  # the early estimate under the prior, not a diverging fit

@@ -32,7 +32,8 @@ from analysis.stats import Clustering, FitError, cluster_groups
 from .registry import METHODS, rate
 from .table import RatingTable, withhold_thin
 
-__all__ = ["MAX_BOOTSTRAP", "WINRATE", "Ratings", "check_options", "choose_raters", "parse_anchor", "rate_votes"]
+__all__ = ["MAX_BOOTSTRAP", "WINRATE", "Ratings", "check_options", "choose_raters", "parse_anchor", "rate_battles",
+           "rate_votes"]
 
 # Not a rating on the Elo scale but a rate against one baseline (AlpacaEval's), so it has
 # its own result type and lives beside the registry's methods, not in it.
@@ -232,12 +233,24 @@ def rate_votes(frame: pd.DataFrame, method: str = "bt", *, judge: str | None = N
     ``ppi=JUDGE``, prediction-powered ratings from people's votes and JUDGE's verdicts (``picks``:
     the planner's inclusion probabilities). ``judge`` as the ratings command's ``--judge``;
     ``cluster`` as :func:`analysis.stats.cluster_groups`."""
-    check_options(method, bootstrap=bootstrap, level=level, **options)
     raters = None
     if ppi is None:
         frame, raters = choose_raters(frame, judge)
     if frame.empty:
         raise ValueError("no battles to rate" + (f" for judge {judge!r}" if judge not in (None, "all") else ""))
+    return rate_battles(frame, method, ppi=ppi, picks=picks, bootstrap=bootstrap, seed=seed, level=level,
+                        cluster=cluster, raters=raters, **options)
+
+
+def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = None, picks=None, bootstrap: int = 0,
+                 seed: int = 0, level: float = 0.95, cluster: str | None = None,
+                 raters: str | None = None, **options) -> Ratings:
+    """:func:`rate_votes` on battles whose raters are already chosen (one rater's, as the bias
+    report rates each rater apart): the early estimate, the bootstrap fallback and withholding,
+    without the rater rule. ``raters``: the line saying whose votes these are, if known."""
+    check_options(method, bootstrap=bootstrap, level=level, **options)
+    if frame.empty:
+        raise ValueError("no battles to rate")
     if ppi is not None and method == WINRATE:
         from .ppi import ppi_win_rates
 

@@ -169,7 +169,7 @@ def rating_frames(table: pd.DataFrame, raters: pd.Series) -> dict[str, pd.DataFr
 
 
 def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None = None) -> Ratings:
-    from analysis.ratings import rate
+    from analysis.ratings.votes import rate_battles
 
     # Distinct names first, not a set built from every row's Arrow string one by one.
     if len(set(frame["model_a"].unique()) | set(frame["model_b"].unique())) < 2:
@@ -181,7 +181,7 @@ def _ratings(frame: pd.DataFrame, bootstrap: int, seed: int, cluster: str | None
     for method, options, label in (("bt", bt_options, "Bradley-Terry"),
                                    ("bt-style", {"cluster": cluster}, "style-controlled BT")):
         try:
-            fitted[method] = rate(frame, method, **options)
+            fitted[method] = rate_battles(frame, method, **options).result
         except (ValueError, RuntimeError) as exc:  # e.g. disconnected comparisons, no convergence
             notes.append(f"{label} ratings not fitted: {exc}")
     bt, styled = fitted.get("bt"), fitted.get("bt-style")
