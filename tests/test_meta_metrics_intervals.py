@@ -107,6 +107,17 @@ def test_spearman_p_is_the_exact_permutation_p():
     assert spearman_permutation_p([1, 2, 3, 4, 5], y) == pytest.approx(expected)
 
 
+def test_a_side_that_rates_every_model_alike_ranks_nothing():
+    import warnings
+
+    left = _table({m: r for m, r in zip("abcd", (1, 2, 3, 4))})
+    flat = _table({m: 1000.0 for m in "abcd"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy warns and returns nan on a constant input
+        got = rank_agreement(left, flat)
+    assert got.n_models == 4 and got.spearman is None and got.spearman_p is None and got.kendall is None
+
+
 def _board_rows(n_prompts: int, seed: int, agree: float = 0.8) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A reference (one vote per prompt) and a judge that casts the same vote on ``agree`` of
     the prompts, over eight models of spread-out strengths; one model pair per prompt."""

@@ -338,7 +338,8 @@ def rank_agreement(left: pd.DataFrame, right: pd.DataFrame) -> RankAgreement:
 
     merged = left[["model", "rating"]].merge(right[["model", "rating"]], on="model")
     n = len(merged)
-    if n < 3:
+    # Ratings all equal on a side (a judge that rated every model alike) rank nothing: no correlation.
+    if n < 3 or merged["rating_x"].nunique() < 2 or merged["rating_y"].nunique() < 2:
         return RankAgreement(n, None, None, None, None)
     rho = stats.spearmanr(merged["rating_x"], merged["rating_y"])
     tau = stats.kendalltau(merged["rating_x"], merged["rating_y"])  # exact p for small n without ties
