@@ -42,12 +42,15 @@ demo: prepare
 	$(BIN)/python app.py
 
 # Both tiers run on every core (pytest-xdist): on 2 cores the full suite takes three quarters of
-# its one-core time, the fast tier three fifths.
+# its one-core time, the fast tier three fifths. One worker a core, so torch in each worker (and in
+# the processes its tests start) takes one thread: a thread a core in every worker had the
+# workers' OpenMP threads waiting on each other (model tests: a sixth more CPU time).
+TEST_ENV := OMP_NUM_THREADS=1
 test: prepare browser postgres wheel-check
-	$(BIN)/python -m pytest -q -n auto
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto -m "not slow"
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto -m "not slow"
 
 # vLLM's CPU build in a virtualenv of its own (it pins its own transformers and torch stack), and
 # the tests that run `--backend vllm` and a vLLM server against the transformers backend. Not part
