@@ -33,7 +33,7 @@ from arena.sampling import PairSampler
 from arena.sessions import SessionSigner, Voter
 from arena.slots import Slot, Slots
 from arena.store import VoteStore
-from pairlab.backends.base import BackendError, GenerationParams, Model
+from pairlab.backends.base import BackendError, GenerationParams, Model, PromptTooLong
 from pairlab.models import DEFAULT_CONFIG as MODELS_CONFIG
 from pairlab.models import family_of, resolve
 from pairlab.records import Pair, Record, make_pair_id, read_pairs
@@ -563,6 +563,7 @@ class Arena:
         ]
         texts = {"a": "", "b": ""}
         running, errors, last_yield, last_shown = {"a", "b"}, [], 0.0, ("", "")
+        too_long = False
         pace = Pace(self.config.reveal)
         queued = time.perf_counter()
         if slot is None:
@@ -588,6 +589,7 @@ class Arena:
                     turn.latency[f"total_{side}"] = round(now, 4)
                 elif isinstance(piece, Exception):
                     errors.append((side, f"{side} ({battle.models['ab'.index(side)]}): {piece!r}"))
+                    too_long = too_long or isinstance(piece, PromptTooLong)
                     abandon.set()  # the battle cannot be voted on: stop the other pane too
                 elif side:
                     turn.latency.setdefault(f"ttft_{side}", round(now, 4))
@@ -605,8 +607,10 @@ class Arena:
                 log.error("battle %s failed: %s", battle.id, "; ".join(text for _, text in errors))
                 # The voter's message names the pane, never the model (its error text may name it).
                 panes = " and ".join(f"Model {side.upper()}" for side in sorted(side for side, _ in errors))
-                raise ModelFailed(f"{panes} stopped answering (its server failed or is unreachable), so this "
-                                  "battle cannot be voted on. Start a new round.", battle.id)
+                why = ("cannot take a conversation this long" if too_long
+                       else "stopped answering (its server failed or is unreachable)")
+                raise ModelFailed(f"{panes} {why}, so this battle cannot be voted on. Start a new round.",
+                                  battle.id)
             self._finish(battle)
             finished = True
         finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import itertools
 import json
 import os
 import secrets
@@ -121,17 +122,26 @@ def build_app(model: Model, default_max_tokens: int = 256, max_tokens_limit: int
         messages = [m.model_dump() for m in req.messages]
         created, rid = int(time.time()), f"chatcmpl-{uuid.uuid4().hex}"
         if req.stream:
+            pieces = model.stream(messages, params)
+            try:  # a request the model refuses (longer than its engine holds) is a 400, not a broken stream
+                first = next(pieces, None)
+            except PromptTooLong as exc:
+                raise HTTPException(400, str(exc)) from None
+
             def chunk(delta: dict, finish: str | None) -> str:
                 body = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model.id,
                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
                 return f"data: {json.dumps(body)}\n\n"
 
             def events() -> Iterator[str]:
-                yield chunk({"role": "assistant", "content": ""}, None)
-                for piece in model.stream(messages, params):  # each piece goes out as it is decoded
-                    yield chunk({"content": piece}, None)
-                yield chunk({}, "stop")
-                yield "data: [DONE]\n\n"
+                try:
+                    yield chunk({"role": "assistant", "content": ""}, None)
+                    for piece in itertools.chain([first] if first is not None else [], pieces):
+                        yield chunk({"content": piece}, None)  # each piece goes out as it is decoded
+                    yield chunk({}, "stop")
+                    yield "data: [DONE]\n\n"
+                finally:  # a client that left: the engine drops its request
+                    pieces.close()
             return StreamingResponse(events(), media_type="text/event-stream")
         done = model.generate([messages], params)[0]
         prompt_tokens = len(model.tokenizer(model.render(messages)).input_ids) if hasattr(model, "tokenizer") else 0

@@ -99,3 +99,30 @@ top_p = 0.9
             assert all(e["seeding"] for e in stored["engines"])
     finally:
         store.close()
+
+
+def test_a_conversation_longer_than_an_engine_holds_fails_its_battle_with_a_reason(tmp_path, gemma):
+    """A pane whose engine refuses the conversation (longer than it holds) fails the battle with
+    a message saying so, not that its server failed, and the engine serves the next battle."""
+    import random
+
+    from arena.battles import Arena
+    from arena.config import ArenaConfig
+    from arena.errors import ModelFailed
+    from pairlab.models import get_model
+
+    small = get_model("smollm2-135m-instruct", engine="continuous", max_inflight=1)  # holds 1,024 tokens
+    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'votes.db'}", max_prompt_chars=20_000, rate_limit=100,
+                         params=GenerationParams(max_new_tokens=8, temperature=0.7, top_p=0.9))
+    store = VoteStore(config.db)
+    try:
+        arena = Arena(config, store, {small.id: small, gemma.id: gemma}, rng=random.Random(3))
+        battle = arena.start("s", "Summarise: " + "word " * 3500)  # past the 3,072 its cache has
+        with pytest.raises(ModelFailed, match="cannot take a conversation this long"):
+            list(arena.stream(battle))
+        battle = arena.start("t", "What is the capital of France?")
+        updates = list(arena.stream(battle))
+        assert updates and battle.turns[-1].response_a and battle.turns[-1].response_b
+    finally:
+        store.close()
+        small.close()

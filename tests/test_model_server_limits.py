@@ -93,3 +93,29 @@ def test_echo_scoring_beyond_localhost_needs_the_api_key(smollm):
         assert ok.status_code == 200
     with TestClient(build_app(smollm, host="::1")) as c:
         assert c.post("/v1/completions", json=body).status_code == 200
+
+
+def test_a_prompt_longer_than_the_engine_holds_is_refused_and_the_engine_serves_on():
+    """The batching engine (the server's default) holds max_inflight x 1,024 tokens; a request
+    that could never fit used to run its prefill until the cache ran out, then stop the engine's
+    loop, failing every later request too."""
+    import json
+
+    from pairlab.models import get_model
+
+    model = get_model("smollm2-135m-instruct", engine="continuous", max_inflight=1)
+    try:
+        with TestClient(build_app(model, default_max_tokens=8, max_prompt_chars=100_000)) as c:
+            too_long = {"model": model.id, "stream": True, "max_tokens": 8,
+                        "messages": [{"role": "user", "content": "word " * 3500}]}
+            refused = c.post(CHAT, json=too_long)
+            assert refused.status_code == 400 and "holds at most 1024 tokens" in refused.json()["detail"]
+            for _ in range(2):
+                with c.stream("POST", CHAT, json={**chat(model.id, max_tokens=6), "stream": True}) as answer:
+                    assert answer.status_code == 200
+                    lines = [json.loads(line[6:]) for line in answer.iter_lines()
+                             if line.startswith("data: {")]
+                assert lines[-1]["choices"][0]["finish_reason"] == "stop"
+                assert "".join(e["choices"][0]["delta"].get("content", "") for e in lines).strip()
+    finally:
+        model.close()

@@ -42,7 +42,7 @@ from transformers.generation.continuous_batching.cb_logits_processors import (
     ContinuousBatchingLogitsProcessor, ContinuousBatchingLogitsProcessorList,
     ContinuousBatchingTemperatureLogitsWarper, ContinuousBatchingTopPLogitsWarper)
 
-from pairlab.backends.base import BackendError, GenerationParams
+from pairlab.backends.base import BackendError, GenerationParams, PromptTooLong
 
 # Tokens of KV cache a request is given on average (the engine's pages are shared: a long
 # request takes more, the scheduler waits when they run out), and the page size.
@@ -188,6 +188,13 @@ class BatchingEngine:
         eos = eos if eos is not None else tokenizer.eos_token_id
         self.eos = list(eos) if isinstance(eos, (list, tuple)) else [eos]
 
+    @property
+    def capacity(self) -> int:
+        """Tokens one request may hold, its prompt and its answer: the cache holds that many for a
+        request alone. A longer one could never be scheduled, and the library then stops its loop,
+        failing every request in it and every one after."""
+        return self.max_inflight * TOKENS_PER_REQUEST
+
     def alone_on_gpu(self) -> bool:
         return [e for e in _CUDA_ENGINES if e.model.device == self.model.device] == [self]
 
@@ -242,7 +249,11 @@ class BatchingEngine:
 
     def stream(self, ids: Sequence[int], params: GenerationParams) -> Iterator[list[int]]:
         """The tokens generated so far, after each step of the engine, until the request ends
-        (end of sequence or ``max_new_tokens``). Closing the iterator cancels the request."""
+        (end of sequence or ``max_new_tokens``). Closing the iterator cancels the request; one
+        longer than :attr:`capacity` raises :class:`PromptTooLong` before any work."""
+        if len(ids) + params.max_new_tokens > self.capacity:
+            raise PromptTooLong(f"the prompt has {len(ids)} tokens and may be answered with {params.max_new_tokens} "
+                                f"more; this model's engine holds at most {self.capacity} tokens a request")
         manager = self._start()
         key = next(self._keys)
         request_id = f"r{key}"
