@@ -89,6 +89,14 @@ class _OfflineEngine:
         pass
 
 
+async def _cancel_tasks() -> None:
+    """Cancel every other task on the running loop and wait for them to end."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class _AsyncEngine:
     """vLLM's ``AsyncLLM`` on an asyncio loop in a thread of its own; its scheduler batches the
     requests of every caller thread."""
@@ -105,6 +113,7 @@ class _AsyncEngine:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="vllm-async")
         self._thread.start()
         self._ids = itertools.count()
+        self._streams: set[queue.Queue] = set()
         self.engine = None
 
         async def build():  # on the loop: the engine starts its output handler on the loop it was built in
@@ -167,12 +176,13 @@ class _AsyncEngine:
     def stream(self, text: str, sampling) -> Iterator:
         """The request's outputs as the engine produces them, each holding the text new since the
         last. Closing the iterator before the end aborts the request in the engine."""
-        prompt, sampling, request_id = self._input(text), self._sampling(sampling, "DELTA"), self._request_id()
+        engine, prompt, request_id = self.engine, self._input(text), self._request_id()
+        sampling = self._sampling(sampling, "DELTA")
         outputs: queue.Queue = queue.Queue()
 
         async def pump():
             try:
-                async for out in self.engine.generate(prompt, sampling, request_id):
+                async for out in engine.generate(prompt, sampling, request_id):
                     outputs.put(out)
             except Exception as exc:  # handed to the consumer rather than lost on the loop
                 outputs.put(exc)
@@ -180,6 +190,7 @@ class _AsyncEngine:
                 outputs.put(None)
 
         task = asyncio.run_coroutine_threadsafe(pump(), self.loop)
+        self._streams.add(outputs)
         finished = False
         try:
             while (out := outputs.get()) is not None:
@@ -191,12 +202,18 @@ class _AsyncEngine:
             if not finished and self.engine is not None:
                 task.cancel()
                 # Waited for: when close() returns the engine holds no state of the request.
-                self._call(self.engine.abort(request_id))
+                self._call(engine.abort(request_id))
+            self._streams.discard(outputs)
 
     def close(self) -> None:
-        if self.engine is not None:
-            self.engine.shutdown()
-            self.engine = None
+        engine, self.engine = self.engine, None
+        for outputs in list(self._streams):  # a stream still being read ends with an error, not a hang
+            outputs.put(BackendError("the vLLM engine was closed"))
+        if engine is not None:
+            # The engine's tasks on the loop first (its output handler would report the engine dead
+            # beneath it), as asyncio.run ends its tasks before closing its loop.
+            self._call(_cancel_tasks())
+            engine.shutdown()
         if not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=30)
