@@ -32,16 +32,18 @@ from pairlab.backends.chat import PLAIN_STOP, pick_template, render
 ENGINES = ("offline", "async")
 
 # vLLM's sampler draws a seeded request's tokens from a torch generator of its own, seeded when the
-# request is added and advanced once per step (exponential races over the vocabulary), so its
-# random numbers do not depend on the other requests. The logits they apply to do: vLLM's kernels
-# are not batch-invariant unless VLLM_BATCH_INVARIANT=1 on a GPU that supports it (not on CPU), and
-# the async engine's batches change with every arrival.
+# request is added and drawn from once per step (on a GPU exponential noise over the vocabulary, on
+# CPU the seed of that step's hashed Gumbel noise), so its random numbers do not depend on the other
+# requests. The logits they apply to do: vLLM's kernels are batch-invariant only with
+# VLLM_BATCH_INVARIANT=1 on the GPUs that support it (not on CPU), and the async engine's batch
+# changes with every arrival.
 _DRAWS = ("the seed fixes each request's random draws (a generator of the request's own in vLLM's sampler), "
           "whatever else is batched with it")
 SEEDING = {
     "offline": _DRAWS + ("; the logits may differ in their last bits with what is batched beside it, so a replay "
-                         "reproduces the text where those logits come out the same (the same prompts in the same "
-                         "order on the same hardware and vLLM version)"),
+                         "reproduces the text where those logits come out the same: the same prompts batched the same "
+                         "way on the same hardware and vLLM version (vLLM schedules deterministically offline with "
+                         "VLLM_ENABLE_V1_MULTIPROCESSING=0)"),
     "async": _DRAWS + ("; the logits may differ in their last bits with the batch of the moment (other visitors' "
                        "requests), so a replay reproduces the text only where those logits come out the same "
                        "(typically a request alone; under a batch a near-tie can flip a token and the text after it)"),
