@@ -259,6 +259,35 @@ def _per_pair(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndar
     return bincount_rows(data.pair, weights * values, len(data.i))
 
 
+_COLUMNS = ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")  # the counts every sum is linear in
+
+
+def _into_bins(index: np.ndarray, size: int, values: np.ndarray | None = None):
+    """The sparse (rows, ``size``) matrix that puts row k's ``values[k]`` (1 without) into bin
+    ``index[k]``: :func:`_binned` then sums every round's weighted rows at once, one sparse
+    product and no (rounds, rows) array."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((np.ones(len(index)) if values is None else values, (np.arange(len(index)), index)),
+                             shape=(len(index), size))
+
+
+def _binned(matrix, weights: np.ndarray) -> np.ndarray:
+    """Each round's ``weights @ matrix`` (:func:`_into_bins`): ``(rounds, bins)``."""
+    # matrix.T is column-major, as weights.T: the product reads the weights without a copy.
+    return np.asarray((matrix.T @ weights.T).T)
+
+
+def _column_sums(data: PPIData, weights: np.ndarray) -> np.ndarray:
+    """Each round's weighted :data:`_COLUMNS` summed per model pair, ``(rounds, 5, pairs)``: every
+    sum per pair that a fit, its information and its centring take is a combination of these."""
+    n_pairs, k = len(data.i), len(_COLUMNS)
+    columns = np.concatenate([getattr(data, name) for name in _COLUMNS])
+    matrix = _into_bins((data.pair + n_pairs * np.arange(k)[:, None]).ravel(), k * n_pairs, columns)
+    stacked = _into_bins(np.tile(np.arange(len(data.pair)), k), len(data.pair)).T @ matrix  # rows -> 5 x pairs
+    return _binned(stacked.tocsr(), weights).reshape(len(weights), k, n_pairs)
+
+
 def _counts(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> PairCounts:
     """The rectified estimating equation as weighted soft win counts per model pair, for
     each round (a row of ``weights`` with its ``lam``, ``n`` and ``N``).
@@ -267,8 +296,9 @@ def _counts(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, 
     ``lam`` in [0, 1], so the half-tie log-likelihood stays concave and Newton applies.
     """
     lam, n, big_n = lam[:, None], n[:, None], big_n[:, None]
-    wins = _per_pair(data, weights, lam * data.yhat_judge / big_n + (data.y_human - lam * data.yhat_human) / n)
-    totals = _per_pair(data, weights, lam * data.n_judge / big_n + (1 - lam) * data.n_human / n)
+    yhat_judge, n_judge, y_human, n_human, yhat_human = _column_sums(data, weights).transpose(1, 0, 2)
+    wins = lam * yhat_judge / big_n + (y_human - lam * yhat_human) / n
+    totals = lam * n_judge / big_n + (1 - lam) * n_human / n
     return PairCounts(data.models, data.i, data.j, wins, totals - wins, np.zeros_like(wins),
                       np.zeros(data.n_models, dtype=np.int64))
 
@@ -322,40 +352,40 @@ class _Scores:
     means: np.ndarray  # (rounds, 3, models): judged pairs, people's votes, predictions on votes
 
 
+def _means(data: PPIData, per_pair: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """Each part's mean score (per judged pair, per vote) that its clusters are centred by, from
+    the weighted :data:`_COLUMNS` summed per model pair ``(rounds, 5, pairs)`` (the residuals are
+    linear in each row's counts at its pair's ``p``): ``(rounds, 3, models)``, judged pairs,
+    people's votes, the judge's predictions on the votes."""
+    yhat_judge, n_judge, y_human, n_human, yhat_human = per_pair.transpose(1, 0, 2)
+    n, big_n = n[:, None], big_n[:, None]
+    sums = np.stack([(yhat_judge - n_judge * p) / big_n, (y_human - n_human * p) / n,
+                     (yhat_human - n_human * p) / n], axis=1)  # (rounds, 3, pairs)
+    m, rounds = data.n_models, len(p)
+    flat = sums.reshape(-1, len(data.i))
+    return (bincount_rows(data.i, flat, m) - bincount_rows(data.j, flat, m)).reshape(rounds, 3, m)
+
+
 def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> _Scores:
     pk = p[:, data.pair]
     n, big_n = n[:, None], big_n[:, None]
     r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
-    # Each part's mean score (per judged pair, per vote): what its clusters are centred by, from
-    # its sums per model pair (the residuals are linear in each row's counts at its pair's p).
-    bins = _Bins.of(data.pair, len(data.i))
-    per_pair = {name: bins.sum(weights * getattr(data, name)) for name in
-                ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")}
-    sums = np.stack([(per_pair["yhat_judge"] - per_pair["n_judge"] * p) / big_n,
-                     (per_pair["y_human"] - per_pair["n_human"] * p) / n,
-                     (per_pair["yhat_human"] - per_pair["n_human"] * p) / n], axis=1)  # (rounds, 3, pairs)
-    m = data.n_models
-    means = bincount_rows(data.i, sums.reshape(-1, len(data.i)), m) - bincount_rows(data.j, sums.reshape(-1, len(data.i)), m)
+    means = _means(data, _column_sums(data, weights), p, n[:, 0], big_n[:, 0])
     human_shares, judge_shares = np.zeros(pk.shape + (3,)), np.zeros(pk.shape + (3,))
     human_shares[:, :, 1] = data.n_human / n
     judge_shares[:, :, 0] = data.n_judge / big_n
     judge_shares[:, :, 2] = -data.n_human / n
     return _Scores(human=r_human, judge=r_judge - r_pred, human_shares=human_shares, judge_shares=judge_shares,
-                   means=means.reshape(len(weights), 3, m))
+                   means=means)
 
 
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-           t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
+           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
     per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
-    prompt (``data.group``), the sums run over prompts instead: ``sum_g (sum_{c in g} w_c
-    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986), each
-    prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
-    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
-    if data.group is not None:
-        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means, draws)
+    prompt, the sums run over prompts instead (:func:`_prompt_sums`)."""
     out = _laplacian(data, _per_pair(data, weights, s * t))
     both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
                                                    t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
@@ -366,68 +396,79 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
     return out
 
 
-def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-                   t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
-    """:func:`_cross` with the scores summed per prompt first (:func:`_group_sums`)."""
-    left = _group_sums(data, weights, s, s_shares, means)
-    return _per_draw(left, draws).transpose(0, 2, 1) @ _group_sums(data, weights, t, t_shares, means)
+class _PromptCells:
+    """Data clustered by prompt, its rows summed per (prompt, model pair) cell. Every sum the
+    prompt-clustered sandwich takes is linear in a row's counts (:data:`_COLUMNS`) at its pair's
+    win probability, so a round's weighted counts per cell are all it needs: one sparse product
+    for every round and column at once, then work on cells (the prompts' pairs, fewer than the
+    rows: a design's rows come twice) and never a (rounds, rows) array per score. Arrays are
+    (cells, rounds), the layout the sparse products give without copies."""
+
+    def __init__(self, data: PPIData):
+        n_pairs, m = len(data.i), data.n_models
+        self.n_groups = int(data.group.max(initial=-1)) + 1
+        cell, key = pd.factorize(data.group * n_pairs + data.pair)
+        self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
+        k = len(_COLUMNS)
+        # (rows, columns x cells): row r's counts into its cell, a block of cells per column.
+        self.counts = _into_bins(np.tile(np.arange(len(cell)), k), len(cell)).T @ _into_bins(
+            (cell + self.n_cells * np.arange(k)[:, None]).ravel(), k * self.n_cells,
+            np.concatenate([getattr(data, name) for name in _COLUMNS]))
+        # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
+        self.to_models = (_into_bins(group * m + data.i[self.pair], self.n_groups * m)
+                          - _into_bins(group * m + data.j[self.pair], self.n_groups * m)).T.tocsr()
+        self.to_groups = _into_bins(group, self.n_groups).T.tocsr()
+
+    def sums(self, weights: np.ndarray) -> np.ndarray:
+        """Each round's weighted :data:`_COLUMNS` per cell, ``(5, cells, rounds)``."""
+        return (_binned(self.counts, weights).T).reshape(len(_COLUMNS), self.n_cells, len(weights))
+
+
+def _prompt_sums(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt and round, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
+    of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, prompts, models)``:
+    a prompt's clusters are one cluster of the sandwich (Liang & Zeger 1986). Both are linear in
+    the parts' values, so ``lambda``'s combination of them is theirs."""
+    cells = _PromptCells(data)
+    rounds, m, g = len(weights), data.n_models, cells.n_groups
+    means = _means(data, _column_sums(data, weights), p, n, big_n)
+    yhat_judge, n_judge, y_human, n_human, yhat_human = cells.sums(weights)
+    pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
+    human = (y_human - n_human * pc) / n
+    judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
+    votes, judged = (cells.to_groups @ share for share in (n_human / n, n_judge / big_n))  # (prompts, rounds)
+
+    def per_prompt(values: np.ndarray, *centring: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        # Written (rounds, prompts, models), the layout the products of the sandwich read.
+        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, rounds).transpose(2, 0, 1))
+        for share, mean in centring:
+            out -= share.T[:, :, None] * mean[:, None, :]
+        return out
+
+    return (per_prompt(human, (votes, means[:, 1])),
+            per_prompt(judge, (judged, means[:, 0]), (-votes, means[:, 2])))
+
+
+def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
+    """``sum_g left_g right_g^T / k_g`` per round from prompt sums ``(rounds, prompts, models)``,
+    each prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
+    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
+    return _per_draw(left, draws).transpose(0, 2, 1) @ right
 
 
 def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
-    """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_cross`)."""
+    """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_grouped_cross`)."""
     return sums if draws is None else sums / np.where(draws > 0, draws, 1.0)[:, :, None]
-
-
-def _group_sums(data: PPIData, weights: np.ndarray, values: np.ndarray, shares: np.ndarray, means: np.ndarray
-                ) -> np.ndarray:
-    """Per prompt and round, ``sum_c w_c (v_c (e_i - e_j) - shares_c M)``: every round at once, the
-    first term a bincount over (prompt, model) cells, the second a bincount over prompts times
-    ``M``, so no (clusters, models) matrix is built and no round is looped over. ``(rounds, prompts, models)``."""
-    m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
-    wv = weights * values
-    x = _cells(data, n_groups).sum(wv).reshape(len(weights), n_groups, m)
-    groups = _Bins.of(data.group, n_groups)
-    for k in range(shares.shape[2]):  # a part's shares are zero in some columns: those add nothing
-        if shares[:, :, k].any():
-            x -= groups.sum(weights * shares[:, :, k])[:, :, None] * means[:, None, k, :]
-    return x
-
-
-def _cells(data: PPIData, n_groups: int) -> _Bins:
-    """Each row's score into its (prompt, model) cells: +1 to model i's, -1 to model j's."""
-    m, rows = data.n_models, np.arange(len(data.pair))
-    return _Bins(np.r_[rows, rows], np.r_[data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]],
-                 n_groups * m, np.r_[np.ones(len(rows)), -np.ones(len(rows))])
-
-
-class _Bins:
-    """Sums of each round's row values into bins, several sums on one binning: a sparse (rows,
-    bins) matrix (row ``rows[k]`` adds ``values[k]`` times itself to bin ``bins[k]``) built
-    once, each sum one sparse product, with no (rounds x rows) index array as
-    :func:`bincount_rows` builds on every call."""
-
-    def __init__(self, rows: np.ndarray, bins: np.ndarray, size: int, values: np.ndarray | None = None):
-        from scipy import sparse
-
-        n_rows = int(rows.max(initial=-1)) + 1
-        self.matrix = sparse.csr_matrix((np.ones(len(rows)) if values is None else values, (rows, bins)),
-                                        shape=(n_rows, size))
-
-    @classmethod
-    def of(cls, index: np.ndarray, size: int) -> _Bins:
-        """Row k into bin ``index[k]``."""
-        return cls(np.arange(len(index)), index, size)
-
-    def sum(self, values: np.ndarray) -> np.ndarray:
-        return np.asarray((self.matrix.T @ values.T).T)
 
 
 def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
                  big_n: np.ndarray) -> np.ndarray:
     """The Jacobian of the estimating equation as PPI++'s code takes it: the information per
     unit pooled over judged pairs and human votes (people's votes alone when ``lam = 0``)."""
-    people = _per_pair(data, weights, data.n_human) * p * (1 - p) / n[:, None]
-    pooled = _per_pair(data, weights, data.n_judge + data.n_human) * p * (1 - p) / (n + big_n)[:, None]
+    _, n_judge, _, n_human, _ = _column_sums(data, weights).transpose(1, 0, 2)
+    people = n_human * p * (1 - p) / n[:, None]
+    pooled = (n_judge + n_human) * p * (1 - p) / (n + big_n)[:, None]
     return _laplacian(data, np.where((lam == 0)[:, None], people, pooled))
 
 
@@ -449,10 +490,15 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
 def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
             theta: np.ndarray, p: np.ndarray, draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
-    sc = _scores(data, weights, p, n, big_n)
-    psi = sc.human + lam[:, None] * sc.judge
-    shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-    meat = _cross(data, weights, psi, shares, psi, shares, sc.means, draws)
+    if data.group is not None:
+        human, judge = _prompt_sums(data, weights, p, n, big_n)
+        psi = human + lam[:, None, None] * judge
+        meat = _grouped_cross(psi, psi, draws)
+    else:
+        sc = _scores(data, weights, p, n, big_n)
+        psi = sc.human + lam[:, None] * sc.judge
+        shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
+        meat = _cross(data, weights, psi, shares, psi, shares, sc.means)
     bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
     return bread @ meat @ bread, errors
 
@@ -461,15 +507,23 @@ def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarr
                   draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
-    human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1]."""
-    sc = _scores(data, weights, p, n, big_n)
+    human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1].
+    With no judge part (people on every judged pair, ``V`` rounding noise) it is 0."""
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
+    if data.group is not None:
+        human, judge = _prompt_sums(data, weights, p, n, big_n)
+        cov, var = _grouped_cross(human, judge, draws), _grouped_cross(judge, judge, draws)
+        people = _grouped_cross(human, human, draws)
+    else:
+        sc = _scores(data, weights, p, n, big_n)
+        cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
+        var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+        people = _cross(data, weights, sc.human, sc.human_shares, sc.human, sc.human_shares, sc.means)
     denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
+    scale = np.trace(inverse @ people @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+        return np.where(denominator > 1e-12 * scale, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
 def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
@@ -483,28 +537,27 @@ def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
     between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for ``weights``,
     then for each of ``splits`` (weights of a part of the clusters: that part's share of the
     sums, with the whole's scores, centring and ``J``)."""
-    sc = _scores(data, weights, p, n, big_n)
     inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
-             (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
-             (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
     if data.group is None:
+        sc = _scores(data, weights, p, n, big_n)
+        parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
+                 (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
+                 (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
         crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
-        human = _group_sums(data, weights, sc.human, sc.human_shares, sc.means)
-        judge = _group_sums(data, weights, sc.judge, sc.judge_shares, sc.means)
-        pairs = ((human, human), (human, judge), (judge, judge))
+        human, judge = _prompt_sums(data, weights, p, n, big_n)
+        human_drawn, judge_drawn = _per_draw(human, draws), _per_draw(judge, draws)
         crosses = []
         for w in (weights, *splits):
-            kept = np.ones(human.shape[:2]) if w is weights else _kept_prompts(data, weights, w)
-            crosses.append([(_per_draw(a, draws) * kept[:, :, None]).transpose(0, 2, 1) @ b for a, b in pairs])
+            kept = 1.0 if w is weights else _kept_prompts(data, w)[:, :, None]  # by prompt, folds hold whole prompts
+            h, j = (human_drawn * kept).transpose(0, 2, 1), (judge_drawn * kept).transpose(0, 2, 1)
+            crosses.append([h @ human, h @ judge, j @ judge])
     return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
 
 
-def _kept_prompts(data: PPIData, weights: np.ndarray, part: np.ndarray) -> np.ndarray:
+def _kept_prompts(data: PPIData, part: np.ndarray) -> np.ndarray:
     """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
-    n_groups = int(data.group.max(initial=-1)) + 1
-    return (bincount_rows(data.group, part, n_groups) > 0).astype(float)
+    return (_binned(_into_bins(data.group, int(data.group.max(initial=-1)) + 1), part) > 0).astype(float)
 
 
 def _people_pieces(data: PPIData, weights: np.ndarray, n: np.ndarray, big_n: np.ndarray,
@@ -770,7 +823,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
     live = np.flatnonzero(n > 0)
     with one_blas_thread():
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
-        seen = _per_pair(data, weights[live], data.n_human) > 0
+        seen = _column_sums(data, weights[live])[:, _COLUMNS.index("n_human")] > 0
         adjacency = np.zeros((len(live), m, m), dtype=bool)
         adjacency[:, data.i, data.j] = adjacency[:, data.j, data.i] = seen
         failed = {}
