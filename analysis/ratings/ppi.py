@@ -264,52 +264,104 @@ _COLUMNS = ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")  # the 
 
 def _into_bins(index: np.ndarray, size: int, values: np.ndarray | None = None):
     """The sparse (rows, ``size``) matrix that puts row k's ``values[k]`` (1 without) into bin
-    ``index[k]``: :func:`_binned` then sums every round's weighted rows at once, one sparse
-    product and no (rounds, rows) array."""
+    ``index[k]``: its transpose times the rounds' weights (rows, rounds) sums every round's
+    weighted rows at once, one sparse product and no (rounds, rows) array."""
     from scipy import sparse
 
     return sparse.csr_matrix((np.ones(len(index)) if values is None else values, (np.arange(len(index)), index)),
                              shape=(len(index), size))
 
 
-def _binned(matrix, weights: np.ndarray) -> np.ndarray:
-    """Each round's ``weights @ matrix`` (:func:`_into_bins`): ``(rounds, bins)``."""
-    # matrix.T is column-major, as weights.T: the product reads the weights without a copy.
-    return np.asarray((matrix.T @ weights.T).T)
+class _Rounds:
+    """A batch of rounds fitted together: each row of ``weights`` one round's weights on the
+    rows of ``data`` (a design, a bootstrap round), its human votes ``n`` and judge units
+    ``big_n``, and by prompt ``draws`` (rounds, prompts), the times a bootstrap drew each prompt
+    (None: once). Every sum a fit, its information and its sandwich take is linear in the
+    weights and the rows' counts (:data:`_COLUMNS`), so the counts are summed once per batch, per
+    model pair and by prompt per (prompt, model pair) cell (:class:`_PromptCells`), each the
+    first time it is asked for, and a subset of the rounds (:meth:`take`) keeps its share of them."""
+
+    def __init__(self, data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None):
+        self.data, self.weights, self.draws = data, weights, draws
+        self.n, self.big_n = weights @ data.n_human, weights @ data.n_judge
+        self._pair_sums: np.ndarray | None = None
+        self._cell_sums: np.ndarray | None = None
+        self._cells: _PromptCells | None = None
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+    def take(self, rows: np.ndarray) -> _Rounds:
+        """The batch of rounds ``rows``, with the sums already made (and none made here)."""
+        if len(rows) == len(self) and np.array_equal(rows, np.arange(len(self))):
+            return self
+        out = _Rounds.__new__(_Rounds)
+        out.data, out.weights, out.draws = self.data, self.weights[rows], None if self.draws is None else self.draws[rows]
+        out.n, out.big_n, out._cells = self.n[rows], self.big_n[rows], self._cells
+        out._pair_sums = None if self._pair_sums is None else self._pair_sums[rows]
+        out._cell_sums = None if self._cell_sums is None else self._cell_sums[:, :, rows]
+        return out
+
+    def repeat(self, times: int) -> _Rounds:
+        """Each round ``times`` times over (to be fitted at as many ``lambda``s)."""
+        return self.take(np.repeat(np.arange(len(self)), times))
+
+    def _weights_by_row(self) -> np.ndarray:
+        # (rows, rounds) in row-major order: a sparse matrix over the rows then reads each row's
+        # weights in one stretch (read column-wise they were strided, several times slower).
+        return np.ascontiguousarray(self.weights.T)
+
+    @property
+    def pair_sums(self) -> np.ndarray:
+        """Each round's weighted :data:`_COLUMNS` summed per model pair, ``(rounds, 5, pairs)``."""
+        if self._pair_sums is None:
+            n_pairs, k = len(self.data.i), len(_COLUMNS)
+            if self.data.group is not None:  # from the cells, far fewer than the rows
+                cells = self.cells
+                sums = [cells.to_pairs @ column for column in self.cell_sums]
+            else:
+                data = self.data
+                by_row = self._weights_by_row()
+                sums = [_into_bins(data.pair, n_pairs, getattr(data, name)).T.tocsr() @ by_row for name in _COLUMNS]
+            self._pair_sums = np.stack(sums).transpose(2, 0, 1).reshape(len(self), k, n_pairs)
+        return self._pair_sums
+
+    @property
+    def cells(self) -> _PromptCells:
+        if self._cells is None:
+            self._cells = _PromptCells(self.data)
+        return self._cells
+
+    @property
+    def cell_sums(self) -> np.ndarray:
+        """By prompt, each round's weighted :data:`_COLUMNS` per cell, ``(5, cells, rounds)``."""
+        if self._cell_sums is None:
+            cells = self.cells
+            self._cell_sums = (cells.counts @ self._weights_by_row()).reshape(len(_COLUMNS), cells.n_cells, len(self))
+        return self._cell_sums
 
 
-def _column_sums(data: PPIData, weights: np.ndarray) -> np.ndarray:
-    """Each round's weighted :data:`_COLUMNS` summed per model pair, ``(rounds, 5, pairs)``: every
-    sum per pair that a fit, its information and its centring take is a combination of these."""
-    n_pairs, k = len(data.i), len(_COLUMNS)
-    columns = np.concatenate([getattr(data, name) for name in _COLUMNS])
-    matrix = _into_bins((data.pair + n_pairs * np.arange(k)[:, None]).ravel(), k * n_pairs, columns)
-    stacked = _into_bins(np.tile(np.arange(len(data.pair)), k), len(data.pair)).T @ matrix  # rows -> 5 x pairs
-    return _binned(stacked.tocsr(), weights).reshape(len(weights), k, n_pairs)
-
-
-def _counts(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> PairCounts:
+def _counts(rounds: _Rounds, lam: np.ndarray) -> PairCounts:
     """The rectified estimating equation as weighted soft win counts per model pair, for
-    each round (a row of ``weights`` with its ``lam``, ``n`` and ``N``).
+    each round (with its ``lam``, ``n`` and ``N``).
 
     Its weights per pair, ``lam N_k / N + (1 - lam) h_k / n``, are never negative for
     ``lam`` in [0, 1], so the half-tie log-likelihood stays concave and Newton applies.
     """
-    lam, n, big_n = lam[:, None], n[:, None], big_n[:, None]
-    yhat_judge, n_judge, y_human, n_human, yhat_human = _column_sums(data, weights).transpose(1, 0, 2)
+    data, lam, n, big_n = rounds.data, lam[:, None], rounds.n[:, None], rounds.big_n[:, None]
+    yhat_judge, n_judge, y_human, n_human, yhat_human = rounds.pair_sums.transpose(1, 0, 2)
     wins = lam * yhat_judge / big_n + (y_human - lam * yhat_human) / n
     totals = lam * n_judge / big_n + (1 - lam) * n_human / n
     return PairCounts(data.models, data.i, data.j, wins, totals - wins, np.zeros_like(wins),
                       np.zeros(data.n_models, dtype=np.int64))
 
 
-def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
+def _solve(rounds: _Rounds, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
     """Each round's solution at its ``lam`` (one batched Newton fit), its win probabilities
     per pair, and the rounds whose fit failed with :func:`newton`'s error (refitted alone,
     as the bootstrap of :mod:`.bootstrap` refits its unconverged rounds)."""
-    counts = _counts(data, weights, lam, n, big_n)
-    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(weights), data.n_models)))
+    data, counts = rounds.data, _counts(rounds, lam)
+    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(rounds), data.n_models)))
     errors = {}
     for r in np.flatnonzero(failed):
         try:
@@ -366,13 +418,14 @@ def _means(data: PPIData, per_pair: np.ndarray, p: np.ndarray, n: np.ndarray, bi
     return (bincount_rows(data.i, flat, m) - bincount_rows(data.j, flat, m)).reshape(rounds, 3, m)
 
 
-def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> _Scores:
+def _scores(rounds: _Rounds, p: np.ndarray) -> _Scores:
+    data = rounds.data
     pk = p[:, data.pair]
-    n, big_n = n[:, None], big_n[:, None]
+    n, big_n = rounds.n[:, None], rounds.big_n[:, None]
     r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
-    means = _means(data, _column_sums(data, weights), p, n[:, 0], big_n[:, 0])
+    means = _means(data, rounds.pair_sums, p, rounds.n, rounds.big_n)
     human_shares, judge_shares = np.zeros(pk.shape + (3,)), np.zeros(pk.shape + (3,))
     human_shares[:, :, 1] = data.n_human / n
     judge_shares[:, :, 0] = data.n_judge / big_n
@@ -405,35 +458,31 @@ class _PromptCells:
     (cells, rounds), the layout the sparse products give without copies."""
 
     def __init__(self, data: PPIData):
+        from scipy import sparse
+
         n_pairs, m = len(data.i), data.n_models
         self.n_groups = int(data.group.max(initial=-1)) + 1
         cell, key = pd.factorize(data.group * n_pairs + data.pair)
         self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
-        k = len(_COLUMNS)
-        # (rows, columns x cells): row r's counts into its cell, a block of cells per column.
-        self.counts = _into_bins(np.tile(np.arange(len(cell)), k), len(cell)).T @ _into_bins(
-            (cell + self.n_cells * np.arange(k)[:, None]).ravel(), k * self.n_cells,
-            np.concatenate([getattr(data, name) for name in _COLUMNS]))
+        # (columns x cells, rows): row r's counts into its cell, a block of cells per column.
+        self.counts = sparse.vstack([_into_bins(cell, self.n_cells, getattr(data, name)).T for name in _COLUMNS],
+                                    format="csr")
         # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
         self.to_models = (_into_bins(group * m + data.i[self.pair], self.n_groups * m)
                           - _into_bins(group * m + data.j[self.pair], self.n_groups * m)).T.tocsr()
         self.to_groups = _into_bins(group, self.n_groups).T.tocsr()
-
-    def sums(self, weights: np.ndarray) -> np.ndarray:
-        """Each round's weighted :data:`_COLUMNS` per cell, ``(5, cells, rounds)``."""
-        return (_binned(self.counts, weights).T).reshape(len(_COLUMNS), self.n_cells, len(weights))
+        self.to_pairs = _into_bins(self.pair, n_pairs).T.tocsr()
 
 
-def _prompt_sums(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per prompt and round, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
     of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, prompts, models)``:
     a prompt's clusters are one cluster of the sandwich (Liang & Zeger 1986). Both are linear in
     the parts' values, so ``lambda``'s combination of them is theirs."""
-    cells = _PromptCells(data)
-    rounds, m, g = len(weights), data.n_models, cells.n_groups
-    means = _means(data, _column_sums(data, weights), p, n, big_n)
-    yhat_judge, n_judge, y_human, n_human, yhat_human = cells.sums(weights)
+    data, cells, n, big_n = rounds.data, rounds.cells, rounds.n, rounds.big_n
+    m, g, r = data.n_models, cells.n_groups, len(rounds)
+    means = _means(data, rounds.pair_sums, p, n, big_n)
+    yhat_judge, n_judge, y_human, n_human, yhat_human = rounds.cell_sums
     pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
     human = (y_human - n_human * pc) / n
     judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
@@ -441,7 +490,7 @@ def _prompt_sums(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarra
 
     def per_prompt(values: np.ndarray, *centring: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         # Written (rounds, prompts, models), the layout the products of the sandwich read.
-        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, rounds).transpose(2, 0, 1))
+        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, r).transpose(2, 0, 1))
         for share, mean in centring:
             out -= share.T[:, :, None] * mean[:, None, :]
         return out
@@ -462,14 +511,14 @@ def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
     return sums if draws is None else sums / np.where(draws > 0, draws, 1.0)[:, :, None]
 
 
-def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
-                 big_n: np.ndarray) -> np.ndarray:
+def _information(rounds: _Rounds, p: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """The Jacobian of the estimating equation as PPI++'s code takes it: the information per
     unit pooled over judged pairs and human votes (people's votes alone when ``lam = 0``)."""
-    _, n_judge, _, n_human, _ = _column_sums(data, weights).transpose(1, 0, 2)
+    _, n_judge, _, n_human, _ = rounds.pair_sums.transpose(1, 0, 2)
+    n, big_n = rounds.n, rounds.big_n
     people = n_human * p * (1 - p) / n[:, None]
     pooled = (n_judge + n_human) * p * (1 - p) / (n + big_n)[:, None]
-    return _laplacian(data, np.where((lam == 0)[:, None], people, pooled))
+    return _laplacian(rounds.data, np.where((lam == 0)[:, None], people, pooled))
 
 
 def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
@@ -487,35 +536,35 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
         return out, errors
 
 
-def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            theta: np.ndarray, p: np.ndarray, draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
-    """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
+def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+    """The sandwich covariance of each round's solution (win probabilities ``p``) at its ``lam``."""
+    data = rounds.data
     if data.group is not None:
-        human, judge = _prompt_sums(data, weights, p, n, big_n)
+        human, judge = _prompt_sums(rounds, p)
         psi = human + lam[:, None, None] * judge
-        meat = _grouped_cross(psi, psi, draws)
+        meat = _grouped_cross(psi, psi, rounds.draws)
     else:
-        sc = _scores(data, weights, p, n, big_n)
+        sc = _scores(rounds, p)
         psi = sc.human + lam[:, None] * sc.judge
         shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-        meat = _cross(data, weights, psi, shares, psi, shares, sc.means)
-    bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
+        meat = _cross(data, rounds.weights, psi, shares, psi, shares, sc.means)
+    bread, errors = _inverses(data, _information(rounds, p, lam))
     return bread @ meat @ bread, errors
 
 
-def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                  draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
+def _tuned_lambda(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
     human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1].
     With no judge part (people on every judged pair, ``V`` rounding noise) it is 0."""
-    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
+    data, weights, draws = rounds.data, rounds.weights, rounds.draws
+    inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is not None:
-        human, judge = _prompt_sums(data, weights, p, n, big_n)
+        human, judge = _prompt_sums(rounds, p)
         cov, var = _grouped_cross(human, judge, draws), _grouped_cross(judge, judge, draws)
         people = _grouped_cross(human, human, draws)
     else:
-        sc = _scores(data, weights, p, n, big_n)
+        sc = _scores(rounds, p)
         cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
         var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
         people = _cross(data, weights, sc.human, sc.human_shares, sc.human, sc.human_shares, sc.means)
@@ -526,27 +575,27 @@ def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarr
         return np.where(denominator > 1e-12 * scale, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
-def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
             ) -> tuple[list[np.ndarray], dict[int, Exception]]:
     """The sandwich of the estimating equation at every ``lambda`` at once: PPI++'s variance is
     quadratic in ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, eq. 6), ``J^-1 (V_hh + lambda (C +
     C^T) + lambda^2 V_jj) J^-1``, so its three parts ``J^-1 V_hh J^-1``, ``J^-1 C J^-1`` and
     ``J^-1 V_jj J^-1`` (people's part, their cross with the judge's part, the judge's part, at
     the pilot solution ``p``) give any model's variance at any ``lambda`` and the covariance
-    between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for ``weights``,
-    then for each of ``splits`` (weights of a part of the clusters: that part's share of the
+    between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for the rounds'
+    weights, then for each of ``splits`` (weights of a part of the clusters: that part's share of the
     sums, with the whole's scores, centring and ``J``)."""
-    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
+    data, weights = rounds.data, rounds.weights
+    inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is None:
-        sc = _scores(data, weights, p, n, big_n)
+        sc = _scores(rounds, p)
         parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
                  (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
                  (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
         crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
-        human, judge = _prompt_sums(data, weights, p, n, big_n)
-        human_drawn, judge_drawn = _per_draw(human, draws), _per_draw(judge, draws)
+        human, judge = _prompt_sums(rounds, p)
+        human_drawn, judge_drawn = _per_draw(human, rounds.draws), _per_draw(judge, rounds.draws)
         crosses = []
         for w in (weights, *splits):
             kept = 1.0 if w is weights else _kept_prompts(data, w)[:, :, None]  # by prompt, folds hold whole prompts
@@ -557,21 +606,19 @@ def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, bi
 
 def _kept_prompts(data: PPIData, part: np.ndarray) -> np.ndarray:
     """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
-    return (_binned(_into_bins(data.group, int(data.group.max(initial=-1)) + 1), part) > 0).astype(float)
+    to_groups = _into_bins(data.group, int(data.group.max(initial=-1)) + 1).T.tocsr()
+    return (to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
 
 
-def _people_pieces(data: PPIData, weights: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                   draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = ()
                    ) -> tuple[list[np.ndarray], dict[int, Exception]]:
-    """:func:`_pieces` at people's own fit (``lambda = 0``), the pilot each ``lambda`` is tuned at.
-    At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's predictions
-    there, which the fit was pulled against, so the cross part read a correlation a judge of no use
-    does not have (its ``lambda`` came out 0.04 on average where people's fit gives 0.004) and the
-    ratings at that ``lambda`` were wider than people's alone."""
-    _, p_0, failed = _solve(data, weights, np.zeros(len(weights)), n, big_n)
-    p_0[list(failed)] = 0.5  # a round people cannot rate fails before this; keep its numbers finite
-    pieces, errors = _pieces(data, weights, p_0, n, big_n, draws, splits)
-    return pieces, failed | errors
+    """:func:`_pieces` at people's own fit ``theta_0`` (``lambda = 0``), the pilot each ``lambda``
+    is tuned at. At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's
+    predictions there, which the fit was pulled against, so the cross part read a correlation a
+    judge of no use does not have (its ``lambda`` came out 0.04 on average where people's fit
+    gives 0.004) and the ratings at that ``lambda`` were wider than people's alone."""
+    data = rounds.data
+    return _pieces(rounds, 1.0 / (1.0 + np.exp(-(theta_0[:, data.i] - theta_0[:, data.j]))), splits)
 
 
 def _best_lambda(pieces: np.ndarray) -> np.ndarray:
@@ -645,13 +692,7 @@ def _drop_failed(rows: np.ndarray, failed: dict[int, Exception], errors: dict[in
     return np.delete(rows, np.fromiter(failed, dtype=np.int64, count=len(failed)))
 
 
-def _draws_of(draws: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
-    """The bootstrap's prompt draws of rounds ``rows`` (:func:`_cross`); None: every prompt once."""
-    return None if draws is None else draws[rows]
-
-
-def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta_1: np.ndarray, n: np.ndarray,
-                     big_n: np.ndarray) -> np.ndarray:
+def _own_coordinates(rounds: _Rounds, lams: np.ndarray, theta_1: np.ndarray) -> np.ndarray:
     """Per round, model k's coordinate of the fit at its own ``lams[k]`` (one batched fit per
     round and distinct ``lambda`` in (0, 1); 1 is the pilot ``theta_1``, 0 left for people's)."""
     out = theta_1.copy()
@@ -660,7 +701,7 @@ def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta
         return out
     key, first, inverse = np.unique(np.c_[rows, lams[rows, grid]], axis=0, return_index=True, return_inverse=True)
     at, lam = rows[first], key[:, 1]
-    fits, _, failed = _solve(data, weights[at], lam, n[at], big_n[at])
+    fits, _, failed = _solve(rounds.take(at), lam)
     fits[list(failed)] = np.nan  # a fit that fails gives no rating (its round's sd stands)
     out[rows, grid] = fits[inverse.ravel(), grid]
     return out
@@ -682,8 +723,9 @@ def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerMo
 
 
 # Rounds fitted together in chunks of about this many (round, row) cells: a judge's 171 rounds
-# of 40,000 rows at once held GBs.
-_CHUNK_CELLS = 2_000_000
+# of 40,000 rows at once held GBs, and a chunk's arrays by prompt (rounds x prompts x models)
+# are read several times over, faster while they stay in the processor's cache.
+_CHUNK_CELLS = 500_000
 
 
 def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None,
@@ -705,30 +747,33 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     per model's ``lambda``."""
     w = np.asarray(weights, dtype=float)
     rounds, m = len(w), data.n_models
-    n, big_n = w @ data.n_human, w @ data.n_judge
-    people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
-    errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
-    live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
+    batch = _Rounds(data, w, draws)
+    n, people, errors = batch.n, [], {}
     ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.full((rounds, m), np.nan)
     with one_blas_thread():
         step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
-        for start in range(0, len(live), step):
-            at = live[start:start + step]
-            theta_1, p_1, failed = _solve(data, w[at], np.ones(len(at)), n[at], big_n[at])
-            ok = _drop_failed(at, failed, errors)
-            keep = np.isin(at, ok)
-            at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
+        for start in range(0, rounds, step):  # each chunk's sums made once, for all its fits
+            at = np.arange(start, min(start + step, rounds))
+            chunk = batch.take(at)
+            people += _fit_rounds(chunk, 0.0)  # people's alone; a round they cannot rate fails here
+            live = np.array([k for k in range(len(at)) if not isinstance(people[at[k]], Exception)], dtype=np.int64)
+            errors.update({int(r): people[r] for r in at if isinstance(people[r], Exception)})
+            theta_1, p_1, failed = _solve(chunk.take(live), np.ones(len(live)))
+            ok = _drop_failed(live, failed, {})
+            keep = np.isin(live, ok)
+            errors.update({int(at[live[k]]): exc for k, exc in failed.items()})
+            chunk, at, theta_1, p_1 = chunk.take(ok), at[ok], theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            folds = tuple(_folds(data, w[at], seed))
-            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at), folds)
-            (tuning, *tuned_on), failed_people = _people_pieces(data, w[at], n[at], big_n[at], _draws_of(draws, at),
-                                                                folds)
+            folds = tuple(_folds(data, chunk.weights, seed))
+            (whole, *shares), failed = _pieces(chunk, p_1, folds)
+            theta_0 = np.array([people[r].classical_theta for r in at])
+            (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds)
             for k, exc in (failed | failed_people).items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(tuning)
             if ratings:
-                theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
+                theta[at] = _own_coordinates(chunk, lams[at], theta_1)
             diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
             lam_of = [_best_lambda(part) for part in tuned_on]
 
@@ -754,25 +799,23 @@ def fit_ppi_stacked(data: PPIData) -> PPIFit:
     same sandwich and scaled by people's exact widths: no model's interval is wider than
     people's alone, and one the judge cannot help keeps people's (its ``lambda`` is 0).
     ``lam`` is the mean of the models' ``lambda``s, ``lams`` each one."""
-    w = data.weight[None]
-    (people,) = fit_ppi_rounds(data, w, 0.0)
+    batch = _Rounds(data, data.weight[None])
+    (people,) = _fit_rounds(batch, 0.0)
     if isinstance(people, Exception):
         raise people
-    n, big_n = w @ data.n_human, w @ data.n_judge
     with one_blas_thread():
-        _, p_1, failed = _solve(data, w, np.ones(1), n, big_n)
+        _, p_1, failed = _solve(batch, np.ones(1))
         if failed:
             raise failed[0]
-        (whole,), failed = _pieces(data, w, p_1, n, big_n)
-        (tuning,), failed_people = _people_pieces(data, w, n, big_n)
+        (whole,), failed = _pieces(batch, p_1)
+        (tuning,), failed_people = _people_pieces(batch, people.classical_theta[None])
         if failed or failed_people:
             raise (failed | failed_people)[0]
         lams = _best_lambda(tuning)[0]
         theta = people.classical_theta.copy()
         inside = np.unique(lams[lams > 0])
         if len(inside):
-            fits, _, failed = _solve(data, np.repeat(w, len(inside), axis=0), inside, np.repeat(n, len(inside)),
-                                     np.repeat(big_n, len(inside)))
+            fits, _, failed = _solve(batch.repeat(len(inside)), inside)
             if failed:
                 raise next(iter(failed.values()))
             for k in np.flatnonzero(lams > 0):
@@ -814,16 +857,21 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
     prompt (:func:`_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
     for every round or an array of one per round.
     """
-    weights = np.asarray(weights, dtype=float)
-    rounds, m = len(weights), data.n_models
-    n, big_n = weights @ data.n_human, weights @ data.n_judge
+    return _fit_rounds(_Rounds(data, np.asarray(weights, dtype=float), draws), lam)
+
+
+def _fit_rounds(batch: _Rounds, lam: float | np.ndarray | None = None) -> list[PPIFit | Exception]:
+    """:func:`fit_ppi_rounds` of a batch of rounds."""
+    batch.pair_sums  # made once, for every subset of the rounds below
+    data, weights, n, big_n = batch.data, batch.weights, batch.n, batch.big_n
+    rounds, m = len(batch), data.n_models
     errors: dict[int, Exception] = {int(r): ValueError(
         "no human votes: prediction-powered ratings need people on some pairs") for r in np.flatnonzero(n <= 0)}
 
     live = np.flatnonzero(n > 0)
     with one_blas_thread():
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
-        seen = _column_sums(data, weights[live])[:, _COLUMNS.index("n_human")] > 0
+        seen = batch.take(live).pair_sums[:, _COLUMNS.index("n_human")] > 0
         adjacency = np.zeros((len(live), m, m), dtype=bool)
         adjacency[:, data.i, data.j] = adjacency[:, data.j, data.i] = seen
         failed = {}
@@ -837,18 +885,16 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
         classical_theta, theta = np.zeros((rounds, m)), np.zeros((rounds, m))
         classical_cov, cov = np.zeros((rounds, m, m)), np.zeros((rounds, m, m))
         p = np.zeros((rounds, len(data.i)))
-        classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
+        classical_theta[live], p[live], failed = _solve(batch.take(live), np.zeros(len(live)))
         live = _drop_failed(live, failed, errors)
-        classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
-                                              classical_theta[live], p[live], _draws_of(draws, live))
+        classical_cov[live], failed = _fit_at(batch.take(live), np.zeros(len(live)), p[live])
         live = _drop_failed(live, failed, errors)
 
         tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
-            theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
+            theta[live], p[live], failed = _solve(batch.take(live), np.ones(len(live)))
             live = _drop_failed(live, failed, errors)
-            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live],
-                                                _draws_of(draws, live))
+            tuned[live], failed = _tuned_lambda(batch.take(live), p[live])
             live = _drop_failed(live, failed, errors)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
@@ -858,11 +904,10 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
         people = live[tuned[live] == 0]
         theta[people], cov[people] = classical_theta[people], classical_cov[people]
         own = live[(tuned[live] != 0) & ~np.isin(live, pilot)]
-        theta[own], p[own], failed = _solve(data, weights[own], tuned[own], n[own], big_n[own])
+        theta[own], p[own], failed = _solve(batch.take(own), tuned[own])
         own = _drop_failed(own, failed, errors)
         fitted = np.union1d(pilot, own)
-        cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
-                                      theta[fitted], p[fitted], _draws_of(draws, fitted))
+        cov[fitted], failed = _fit_at(batch.take(fitted), tuned[fitted], p[fitted])
         _drop_failed(fitted, failed, errors)
         if lam is None:
             wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
