@@ -295,6 +295,8 @@ class _Rounds:
         """The batch of rounds ``rows``, with the sums already made (and none made here)."""
         if len(rows) == len(self) and np.array_equal(rows, np.arange(len(self))):
             return self
+        if self.data.group is not None:
+            _ = self.cells  # the data's alone: made once for every batch taken from this one
         out = _Rounds.__new__(_Rounds)
         out.data, out.weights, out.draws = self.data, self.weights[rows], None if self.draws is None else self.draws[rows]
         out.n, out.big_n, out._cells = self.n[rows], self.big_n[rows], self._cells
