@@ -287,12 +287,13 @@ class _Rounds:
         self._pair_sums: np.ndarray | None = None
         self._cell_sums: np.ndarray | None = None
         self._cells: _PromptCells | None = None
+        self._prompt_sums: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
 
     def __len__(self) -> int:
         return len(self.weights)
 
     def take(self, rows: np.ndarray) -> _Rounds:
-        """The batch of rounds ``rows``, with the sums already made (and none made here)."""
+        """The batch of rounds ``rows``, carrying the sums already made."""
         if len(rows) == len(self) and np.array_equal(rows, np.arange(len(self))):
             return self
         if self.data.group is not None:
@@ -302,6 +303,7 @@ class _Rounds:
         out.n, out.big_n, out._cells = self.n[rows], self.big_n[rows], self._cells
         out._pair_sums = None if self._pair_sums is None else self._pair_sums[rows]
         out._cell_sums = None if self._cell_sums is None else self._cell_sums[:, :, rows]
+        out._prompt_sums = None
         return out
 
     def repeat(self, times: int) -> _Rounds:
@@ -341,6 +343,13 @@ class _Rounds:
             cells = self.cells
             self._cell_sums = (cells.counts @ self._weights_by_row()).reshape(len(_COLUMNS), cells.n_cells, len(self))
         return self._cell_sums
+
+    def prompt_sums(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_prompt_sums` at win probabilities ``p``, kept for the next call at the same
+        ``p`` (people's fit: its covariance, then the pieces its ``lambda``s are tuned on)."""
+        if self._prompt_sums is None or not np.array_equal(self._prompt_sums[0], p):
+            self._prompt_sums = (p.copy(), _prompt_sums(self, p))
+        return self._prompt_sums[1]
 
 
 def _counts(rounds: _Rounds, lam: np.ndarray) -> PairCounts:
@@ -542,7 +551,7 @@ def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
     """The sandwich covariance of each round's solution (win probabilities ``p``) at its ``lam``."""
     data = rounds.data
     if data.group is not None:
-        human, judge = _prompt_sums(rounds, p)
+        human, judge = rounds.prompt_sums(p)
         psi = human + lam[:, None, None] * judge
         meat = _grouped_cross(psi, psi, rounds.draws)
     else:
@@ -562,7 +571,7 @@ def _tuned_lambda(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, dict[int,
     data, weights, draws = rounds.data, rounds.weights, rounds.draws
     inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is not None:
-        human, judge = _prompt_sums(rounds, p)
+        human, judge = rounds.prompt_sums(p)
         cov, var = _grouped_cross(human, judge, draws), _grouped_cross(judge, judge, draws)
         people = _grouped_cross(human, human, draws)
     else:
@@ -596,7 +605,7 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
                  (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
         crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
-        human, judge = _prompt_sums(rounds, p)
+        human, judge = rounds.prompt_sums(p)
         human_drawn, judge_drawn = _per_draw(human, rounds.draws), _per_draw(judge, rounds.draws)
         crosses = []
         for w in (weights, *splits):
@@ -768,9 +777,9 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             if not len(at):
                 continue
             folds = tuple(_folds(data, chunk.weights, seed))
-            (whole, *shares), failed = _pieces(chunk, p_1, folds)
-            theta_0 = np.array([people[r].classical_theta for r in at])
+            theta_0 = np.array([people[r].classical_theta for r in at])  # its prompt sums are made: first
             (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds)
+            (whole, *shares), failed = _pieces(chunk, p_1, folds)
             for k, exc in (failed | failed_people).items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(tuning)
