@@ -483,6 +483,7 @@ class _PromptCells:
                           - _into_bins(group * m + data.j[self.pair], self.n_groups * m)).T.tocsr()
         self.to_groups = _into_bins(group, self.n_groups).T.tocsr()
         self.to_pairs = _into_bins(self.pair, n_pairs).T.tocsr()
+        self.rows_to_groups = _into_bins(data.group, self.n_groups).T.tocsr()
 
 
 def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -609,16 +610,15 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
         human_drawn, judge_drawn = _per_draw(human, rounds.draws), _per_draw(judge, rounds.draws)
         crosses = []
         for w in (weights, *splits):
-            kept = 1.0 if w is weights else _kept_prompts(data, w)[:, :, None]  # by prompt, folds hold whole prompts
+            kept = 1.0 if w is weights else _kept_prompts(rounds, w)[:, :, None]  # by prompt, folds hold whole prompts
             h, j = (human_drawn * kept).transpose(0, 2, 1), (judge_drawn * kept).transpose(0, 2, 1)
             crosses.append([h @ human, h @ judge, j @ judge])
     return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
 
 
-def _kept_prompts(data: PPIData, part: np.ndarray) -> np.ndarray:
+def _kept_prompts(rounds: _Rounds, part: np.ndarray) -> np.ndarray:
     """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
-    to_groups = _into_bins(data.group, int(data.group.max(initial=-1)) + 1).T.tocsr()
-    return (to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
+    return (rounds.cells.rows_to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
 
 
 def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = ()
@@ -1136,7 +1136,12 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     categories the ratings drift from people's, silently, by up to 15 Elo in simulation."""
     from scipy.stats import chi2_contingency
 
-    labelled = verdicts["pair_id"].isin(set(human["pair_id"])).to_numpy()
+    # Both coded together: a Python set of a million string ids was most of this check.
+    codes = pd.factorize(pd.concat([verdicts["pair_id"], human["pair_id"]], ignore_index=True))[0]
+    voted = np.zeros(codes.max(initial=-1) + 1, dtype=bool)
+    theirs, mine = codes[len(verdicts):], codes[:len(verdicts)]
+    voted[theirs[theirs >= 0]] = True
+    labelled = (mine >= 0) & voted[np.maximum(mine, 0)]
     if labelled.all() or not labelled.any():
         return ()
     columns = {"category": verdicts["category"] if "category" in verdicts else None,
