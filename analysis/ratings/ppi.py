@@ -463,10 +463,11 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
 class _PromptCells:
     """Data clustered by prompt, its rows summed per (prompt, model pair) cell. Every sum the
     prompt-clustered sandwich takes is linear in a row's counts (:data:`_COLUMNS`) at its pair's
-    win probability, so a round's weighted counts per cell are all it needs: one sparse product
-    for every round and column at once, then work on cells (the prompts' pairs, fewer than the
-    rows: a design's rows come twice) and never a (rounds, rows) array per score. Arrays are
-    (cells, rounds), the layout the sparse products give without copies."""
+    win probability, so a round's weighted counts per cell are all it needs (:attr:`_Rounds.cell_sums`,
+    one sparse product for every round and column at once), then work on cells (the prompts'
+    pairs, fewer than the rows: a design's rows come twice) and never a (rounds, rows) array per
+    score. The matrices here take the cells' sums to their prompts' models, their prompts and
+    their model pairs, and the rows to their prompts."""
 
     def __init__(self, data: PPIData):
         from scipy import sparse
