@@ -12,6 +12,7 @@ votes (people alone vs people plus the judge) subsamples people's pairs in the s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -131,11 +132,13 @@ def _width(sd: np.ndarray, level: float) -> float:
     return float(2 * z_two_sided(level) * ELO_SCALE * sd.mean())
 
 
-def _curve_designs(data: PPIData, rng: np.random.Generator) -> list[tuple[float, np.ndarray]]:
-    """The curve's subsamples: per share of people's pairs, its draws' weights."""
+_CURVE_SHARES = tuple(share for share in _FRACTIONS for _ in range(_DRAWS if share < 1 else 1))  # one per draw
+
+
+def _curve_designs(data: PPIData, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """The curve's subsamples, one per entry of :data:`_CURVE_SHARES`: its draw's weights."""
     n_labelled = round(_labelled(data).sum())
-    return [(share, _subsample(data, round(share * n_labelled), rng))
-            for share in _FRACTIONS for _ in range(_DRAWS if share < 1 else 1)]
+    return (_subsample(data, round(share * n_labelled), rng) for share in _CURVE_SHARES)
 
 
 def _curve(shares: list[float], fits: list[PerModelPPI | Exception], level: float) -> tuple[WidthPoint, ...]:
@@ -205,14 +208,21 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # fitted at once: the data as collected, the design's draws, the bootstrap rounds and
     # the curve's subsamples.
     n_point = _DRAWS if subsampled else 1
-    point_drawn = [draw_design() for _ in range(n_point)]
+    n_fits = n_point + rounds + len(_CURVE_SHARES)
+    weights = np.empty((n_fits, 2 * len(data.pair)))  # filled in place, not copied from a list of the draws
+    for k in range(n_point):
+        weights[k] = draw_design()
     if data.group is None:
-        rounds_drawn, prompt_draws = [_bootstrapped(draw_design(), rng) for _ in range(rounds)], None
+        prompt_draws = None
+        for k in range(n_point, n_point + rounds):
+            weights[k] = _bootstrapped(draw_design(), rng)
     else:  # whole prompts drawn: a prompt drawn k times multiplies its pairs' weights by k
         prompt_draws = rng.poisson(1.0, size=(rounds, int(data.group.max()) + 1)).astype(float)
         rows_group = np.r_[data.group, data.group]  # the rows of _design_rows
-        rounds_drawn = [draw_design() * k[rows_group] for k in prompt_draws]
-    shares, curve_drawn = zip(*_curve_designs(data, rng))
+        for k, drawn in enumerate(prompt_draws, start=n_point):
+            weights[k] = draw_design() * drawn[rows_group]
+    for k, drawn in enumerate(_curve_designs(data, rng), start=n_point + rounds):
+        weights[k] = drawn
     rows = _design_rows(data)
     # The ratings table as collected: every model at its own lambda, one sandwich over the stacked
     # equations for its gaps and rank sets.
@@ -221,12 +231,11 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # model narrowed some models' intervals by widening others'), each model's width cross-fitted
     # (:func:`analysis.ratings.ppi.fit_ppi_per_model_rounds`): free to come out wider than
     # people's alone, so a useless judge's worth and its interval fall around 1x.
-    n_fits = n_point + rounds + len(curve_drawn)
     draws = None
     if prompt_draws is not None:  # the other fits take every prompt once
         draws = np.ones((n_fits, prompt_draws.shape[1]))
         draws[n_point:n_point + rounds] = prompt_draws
-    fits = fit_ppi_per_model_rounds(rows, np.array([*point_drawn, *rounds_drawn, *curve_drawn]), draws=draws,
+    fits = fit_ppi_per_model_rounds(rows, weights, draws=draws,
                                     seed=seed, ratings=False)
     point, resampled, curve_fits = fits[:n_point], fits[n_point:n_point + rounds], fits[n_point + rounds:]
     for f in point:
@@ -259,7 +268,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
         effective_ci=None if ratio_ci is None else (ratio_ci[0] * n_votes, ratio_ci[1] * n_votes),
         ratio=ratio,
         ratio_ci=ratio_ci,
-        curve=_curve(list(shares), curve_fits, level),
+        curve=_curve(list(_CURVE_SHARES), curve_fits, level),
         ratings=_ratings(fit, judge_alone, level),
         lam_all=fit.lam,
         n_dropped_votes=len(human) - round(data.totals()[0]),

@@ -259,27 +259,120 @@ def _per_pair(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndar
     return bincount_rows(data.pair, weights * values, len(data.i))
 
 
-def _counts(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> PairCounts:
+_COLUMNS = ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")  # the counts every sum is linear in
+
+
+def _into_bins(index: np.ndarray, size: int, values: np.ndarray | None = None):
+    """The sparse (rows, ``size``) matrix that puts row k's ``values[k]`` (1 without) into bin
+    ``index[k]``: its transpose times the rounds' weights (rows, rounds) sums every round's
+    weighted rows at once, one sparse product and no (rounds, rows) array."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((np.ones(len(index)) if values is None else values, (np.arange(len(index)), index)),
+                             shape=(len(index), size))
+
+
+class _Rounds:
+    """A batch of rounds fitted together: each row of ``weights`` one round's weights on the
+    rows of ``data`` (a design, a bootstrap round), its human votes ``n`` and judge units
+    ``big_n``, and by prompt ``draws`` (rounds, prompts), the times a bootstrap drew each prompt
+    (None: once). Every sum a fit, its information and its sandwich take is linear in the
+    weights and the rows' counts (:data:`_COLUMNS`), so the counts are summed once per batch, per
+    model pair and by prompt per (prompt, model pair) cell (:class:`_PromptCells`), each the
+    first time it is asked for, and a subset of the rounds (:meth:`take`) keeps its share of them."""
+
+    def __init__(self, data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None):
+        self.data, self.weights, self.draws = data, weights, draws
+        self.n, self.big_n = weights @ data.n_human, weights @ data.n_judge
+        self._pair_sums: np.ndarray | None = None
+        self._cell_sums: np.ndarray | None = None
+        self._cells: _PromptCells | None = None
+        self._prompt_sums: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.weights)
+
+    def take(self, rows: np.ndarray) -> _Rounds:
+        """The batch of rounds ``rows``, carrying the sums already made."""
+        if len(rows) == len(self) and np.array_equal(rows, np.arange(len(self))):
+            return self
+        if self.data.group is not None:
+            _ = self.cells  # the data's alone: made once for every batch taken from this one
+        out = _Rounds.__new__(_Rounds)
+        out.data, out.weights, out.draws = self.data, self.weights[rows], None if self.draws is None else self.draws[rows]
+        out.n, out.big_n, out._cells = self.n[rows], self.big_n[rows], self._cells
+        out._pair_sums = None if self._pair_sums is None else self._pair_sums[rows]
+        out._cell_sums = None if self._cell_sums is None else self._cell_sums[:, :, rows]
+        out._prompt_sums = None
+        return out
+
+    def repeat(self, times: int) -> _Rounds:
+        """Each round ``times`` times over (to be fitted at as many ``lambda``s)."""
+        return self.take(np.repeat(np.arange(len(self)), times))
+
+    def _weights_by_row(self) -> np.ndarray:
+        # (rows, rounds) in row-major order: a sparse matrix over the rows then reads each row's
+        # weights in one stretch (read column-wise they were strided, several times slower).
+        return np.ascontiguousarray(self.weights.T)
+
+    @property
+    def pair_sums(self) -> np.ndarray:
+        """Each round's weighted :data:`_COLUMNS` summed per model pair, ``(rounds, 5, pairs)``."""
+        if self._pair_sums is None:
+            n_pairs, k = len(self.data.i), len(_COLUMNS)
+            if self.data.group is not None:  # from the cells, far fewer than the rows
+                cells = self.cells
+                sums = [cells.to_pairs @ column for column in self.cell_sums]
+            else:
+                data = self.data
+                by_row = self._weights_by_row()
+                sums = [_into_bins(data.pair, n_pairs, getattr(data, name)).T.tocsr() @ by_row for name in _COLUMNS]
+            self._pair_sums = np.stack(sums).transpose(2, 0, 1).reshape(len(self), k, n_pairs)
+        return self._pair_sums
+
+    @property
+    def cells(self) -> _PromptCells:
+        if self._cells is None:
+            self._cells = _PromptCells(self.data)
+        return self._cells
+
+    @property
+    def cell_sums(self) -> np.ndarray:
+        """By prompt, each round's weighted :data:`_COLUMNS` per cell, ``(5, cells, rounds)``."""
+        if self._cell_sums is None:
+            cells = self.cells
+            self._cell_sums = (cells.counts @ self._weights_by_row()).reshape(len(_COLUMNS), cells.n_cells, len(self))
+        return self._cell_sums
+
+    def prompt_sums(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_prompt_sums` at win probabilities ``p``, kept for the next call at the same
+        ``p`` (people's fit: its covariance, then the pieces its ``lambda``s are tuned on)."""
+        if self._prompt_sums is None or not np.array_equal(self._prompt_sums[0], p):
+            self._prompt_sums = (p.copy(), _prompt_sums(self, p))
+        return self._prompt_sums[1]
+
+
+def _counts(rounds: _Rounds, lam: np.ndarray) -> PairCounts:
     """The rectified estimating equation as weighted soft win counts per model pair, for
-    each round (a row of ``weights`` with its ``lam``, ``n`` and ``N``).
+    each round (with its ``lam``, ``n`` and ``N``).
 
     Its weights per pair, ``lam N_k / N + (1 - lam) h_k / n``, are never negative for
     ``lam`` in [0, 1], so the half-tie log-likelihood stays concave and Newton applies.
     """
-    lam, n, big_n = lam[:, None], n[:, None], big_n[:, None]
-    wins = _per_pair(data, weights, lam * data.yhat_judge / big_n + (data.y_human - lam * data.yhat_human) / n)
-    totals = _per_pair(data, weights, lam * data.n_judge / big_n + (1 - lam) * data.n_human / n)
+    data, lam, n, big_n = rounds.data, lam[:, None], rounds.n[:, None], rounds.big_n[:, None]
+    yhat_judge, n_judge, y_human, n_human, yhat_human = rounds.pair_sums.transpose(1, 0, 2)
+    wins = lam * yhat_judge / big_n + (y_human - lam * yhat_human) / n
+    totals = lam * n_judge / big_n + (1 - lam) * n_human / n
     return PairCounts(data.models, data.i, data.j, wins, totals - wins, np.zeros_like(wins),
                       np.zeros(data.n_models, dtype=np.int64))
 
 
-def _solve(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
+def _solve(rounds: _Rounds, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
     """Each round's solution at its ``lam`` (one batched Newton fit), its win probabilities
     per pair, and the rounds whose fit failed with :func:`newton`'s error (refitted alone,
     as the bootstrap of :mod:`.bootstrap` refits its unconverged rounds)."""
-    counts = _counts(data, weights, lam, n, big_n)
-    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(weights), data.n_models)))
+    data, counts = rounds.data, _counts(rounds, lam)
+    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(rounds), data.n_models)))
     errors = {}
     for r in np.flatnonzero(failed):
         try:
@@ -322,40 +415,41 @@ class _Scores:
     means: np.ndarray  # (rounds, 3, models): judged pairs, people's votes, predictions on votes
 
 
-def _scores(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> _Scores:
-    pk = p[:, data.pair]
+def _means(data: PPIData, per_pair: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """Each part's mean score (per judged pair, per vote) that its clusters are centred by, from
+    the weighted :data:`_COLUMNS` summed per model pair ``(rounds, 5, pairs)`` (the residuals are
+    linear in each row's counts at its pair's ``p``): ``(rounds, 3, models)``, judged pairs,
+    people's votes, the judge's predictions on the votes."""
+    yhat_judge, n_judge, y_human, n_human, yhat_human = per_pair.transpose(1, 0, 2)
     n, big_n = n[:, None], big_n[:, None]
+    sums = np.stack([(yhat_judge - n_judge * p) / big_n, (y_human - n_human * p) / n,
+                     (yhat_human - n_human * p) / n], axis=1)  # (rounds, 3, pairs)
+    m, rounds = data.n_models, len(p)
+    flat = sums.reshape(-1, len(data.i))
+    return (bincount_rows(data.i, flat, m) - bincount_rows(data.j, flat, m)).reshape(rounds, 3, m)
+
+
+def _scores(rounds: _Rounds, p: np.ndarray) -> _Scores:
+    data = rounds.data
+    pk = p[:, data.pair]
+    n, big_n = rounds.n[:, None], rounds.big_n[:, None]
     r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
     r_human = (data.y_human - data.n_human * pk) / n
     r_pred = (data.yhat_human - data.n_human * pk) / n
-    # Each part's mean score (per judged pair, per vote): what its clusters are centred by, from
-    # its sums per model pair (the residuals are linear in each row's counts at its pair's p).
-    bins = _Bins.of(data.pair, len(data.i))
-    per_pair = {name: bins.sum(weights * getattr(data, name)) for name in
-                ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")}
-    sums = np.stack([(per_pair["yhat_judge"] - per_pair["n_judge"] * p) / big_n,
-                     (per_pair["y_human"] - per_pair["n_human"] * p) / n,
-                     (per_pair["yhat_human"] - per_pair["n_human"] * p) / n], axis=1)  # (rounds, 3, pairs)
-    m = data.n_models
-    means = bincount_rows(data.i, sums.reshape(-1, len(data.i)), m) - bincount_rows(data.j, sums.reshape(-1, len(data.i)), m)
+    means = _means(data, rounds.pair_sums, p, rounds.n, rounds.big_n)
     human_shares, judge_shares = np.zeros(pk.shape + (3,)), np.zeros(pk.shape + (3,))
     human_shares[:, :, 1] = data.n_human / n
     judge_shares[:, :, 0] = data.n_judge / big_n
     judge_shares[:, :, 2] = -data.n_human / n
     return _Scores(human=r_human, judge=r_judge - r_pred, human_shares=human_shares, judge_shares=judge_shares,
-                   means=means.reshape(len(weights), 3, m))
+                   means=means)
 
 
 def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-           t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
+           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
     """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
     per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
-    prompt (``data.group``), the sums run over prompts instead: ``sum_g (sum_{c in g} w_c
-    (s_c x_c - S_c M)) (sum_{c in g} w_c (t_c x_c - T_c M))^T`` (Liang & Zeger 1986), each
-    prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
-    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
-    if data.group is not None:
-        return _cross_grouped(data, weights, s, s_shares, t, t_shares, means, draws)
+    prompt, the sums run over prompts instead (:func:`_prompt_sums`)."""
     out = _laplacian(data, _per_pair(data, weights, s * t))
     both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
                                                    t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
@@ -366,69 +460,78 @@ def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarr
     return out
 
 
-def _cross_grouped(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-                   t_shares: np.ndarray, means: np.ndarray, draws: np.ndarray | None = None) -> np.ndarray:
-    """:func:`_cross` with the scores summed per prompt first (:func:`_group_sums`)."""
-    left = _group_sums(data, weights, s, s_shares, means)
-    return _per_draw(left, draws).transpose(0, 2, 1) @ _group_sums(data, weights, t, t_shares, means)
+class _PromptCells:
+    """Data clustered by prompt, its rows summed per (prompt, model pair) cell. Every sum the
+    prompt-clustered sandwich takes is linear in a row's counts (:data:`_COLUMNS`) at its pair's
+    win probability, so a round's weighted counts per cell are all it needs (:attr:`_Rounds.cell_sums`,
+    one sparse product for every round and column at once), then work on cells (the prompts'
+    pairs, fewer than the rows: a design's rows come twice) and never a (rounds, rows) array per
+    score. The matrices here take the cells' sums to their prompts' models, their prompts and
+    their model pairs, and the rows to their prompts."""
+
+    def __init__(self, data: PPIData):
+        from scipy import sparse
+
+        n_pairs, m = len(data.i), data.n_models
+        self.n_groups = int(data.group.max(initial=-1)) + 1
+        cell, key = pd.factorize(data.group * n_pairs + data.pair)
+        self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
+        # (columns x cells, rows): row r's counts into its cell, a block of cells per column.
+        self.counts = sparse.vstack([_into_bins(cell, self.n_cells, getattr(data, name)).T for name in _COLUMNS],
+                                    format="csr")
+        # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
+        self.to_models = (_into_bins(group * m + data.i[self.pair], self.n_groups * m)
+                          - _into_bins(group * m + data.j[self.pair], self.n_groups * m)).T.tocsr()
+        self.to_groups = _into_bins(group, self.n_groups).T.tocsr()
+        self.to_pairs = _into_bins(self.pair, n_pairs).T.tocsr()
+        self.rows_to_groups = _into_bins(data.group, self.n_groups).T.tocsr()
+
+
+def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per prompt and round, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
+    of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, prompts, models)``:
+    a prompt's clusters are one cluster of the sandwich (Liang & Zeger 1986). Both are linear in
+    the parts' values, so ``lambda``'s combination of them is theirs."""
+    data, cells, n, big_n = rounds.data, rounds.cells, rounds.n, rounds.big_n
+    m, g, r = data.n_models, cells.n_groups, len(rounds)
+    means = _means(data, rounds.pair_sums, p, n, big_n)
+    yhat_judge, n_judge, y_human, n_human, yhat_human = rounds.cell_sums
+    pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
+    human = (y_human - n_human * pc) / n
+    judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
+    votes, judged = (cells.to_groups @ share for share in (n_human / n, n_judge / big_n))  # (prompts, rounds)
+
+    def per_prompt(values: np.ndarray, *centring: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        # Written (rounds, prompts, models), the layout the products of the sandwich read.
+        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, r).transpose(2, 0, 1))
+        for share, mean in centring:
+            out -= share.T[:, :, None] * mean[:, None, :]
+        return out
+
+    return (per_prompt(human, (votes, means[:, 1])),
+            per_prompt(judge, (judged, means[:, 0]), (-votes, means[:, 2])))
+
+
+def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
+    """``sum_g left_g right_g^T / k_g`` per round from prompt sums ``(rounds, prompts, models)``,
+    each prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
+    weights carry the factor): k copies of a prompt are k independent clusters, not one."""
+    return _per_draw(left, draws).transpose(0, 2, 1) @ right
 
 
 def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
-    """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_cross`)."""
+    """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_grouped_cross`)."""
     return sums if draws is None else sums / np.where(draws > 0, draws, 1.0)[:, :, None]
 
 
-def _group_sums(data: PPIData, weights: np.ndarray, values: np.ndarray, shares: np.ndarray, means: np.ndarray
-                ) -> np.ndarray:
-    """Per prompt and round, ``sum_c w_c (v_c (e_i - e_j) - shares_c M)``: every round at once, the
-    first term a bincount over (prompt, model) cells, the second a bincount over prompts times
-    ``M``, so no (clusters, models) matrix is built and no round is looped over. ``(rounds, prompts, models)``."""
-    m, n_groups = data.n_models, int(data.group.max(initial=-1)) + 1
-    wv = weights * values
-    x = _cells(data, n_groups).sum(wv).reshape(len(weights), n_groups, m)
-    groups = _Bins.of(data.group, n_groups)
-    for k in range(shares.shape[2]):  # a part's shares are zero in some columns: those add nothing
-        if shares[:, :, k].any():
-            x -= groups.sum(weights * shares[:, :, k])[:, :, None] * means[:, None, k, :]
-    return x
-
-
-def _cells(data: PPIData, n_groups: int) -> _Bins:
-    """Each row's score into its (prompt, model) cells: +1 to model i's, -1 to model j's."""
-    m, rows = data.n_models, np.arange(len(data.pair))
-    return _Bins(np.r_[rows, rows], np.r_[data.group * m + data.i[data.pair], data.group * m + data.j[data.pair]],
-                 n_groups * m, np.r_[np.ones(len(rows)), -np.ones(len(rows))])
-
-
-class _Bins:
-    """Sums of each round's row values into bins, several sums on one binning: a sparse (rows,
-    bins) matrix (row ``rows[k]`` adds ``values[k]`` times itself to bin ``bins[k]``) built
-    once, each sum one sparse product, with no (rounds x rows) index array as
-    :func:`bincount_rows` builds on every call."""
-
-    def __init__(self, rows: np.ndarray, bins: np.ndarray, size: int, values: np.ndarray | None = None):
-        from scipy import sparse
-
-        n_rows = int(rows.max(initial=-1)) + 1
-        self.matrix = sparse.csr_matrix((np.ones(len(rows)) if values is None else values, (rows, bins)),
-                                        shape=(n_rows, size))
-
-    @classmethod
-    def of(cls, index: np.ndarray, size: int) -> _Bins:
-        """Row k into bin ``index[k]``."""
-        return cls(np.arange(len(index)), index, size)
-
-    def sum(self, values: np.ndarray) -> np.ndarray:
-        return np.asarray((self.matrix.T @ values.T).T)
-
-
-def _information(data: PPIData, weights: np.ndarray, p: np.ndarray, lam: np.ndarray, n: np.ndarray,
-                 big_n: np.ndarray) -> np.ndarray:
+def _information(rounds: _Rounds, p: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """The Jacobian of the estimating equation as PPI++'s code takes it: the information per
     unit pooled over judged pairs and human votes (people's votes alone when ``lam = 0``)."""
-    people = _per_pair(data, weights, data.n_human) * p * (1 - p) / n[:, None]
-    pooled = _per_pair(data, weights, data.n_judge + data.n_human) * p * (1 - p) / (n + big_n)[:, None]
-    return _laplacian(data, np.where((lam == 0)[:, None], people, pooled))
+    _, n_judge, _, n_human, _ = rounds.pair_sums.transpose(1, 0, 2)
+    n, big_n = rounds.n, rounds.big_n
+    people = n_human * p * (1 - p) / n[:, None]
+    pooled = (n_judge + n_human) * p * (1 - p) / (n + big_n)[:, None]
+    return _laplacian(rounds.data, np.where((lam == 0)[:, None], people, pooled))
 
 
 def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
@@ -446,79 +549,88 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
         return out, errors
 
 
-def _fit_at(data: PPIData, weights: np.ndarray, lam: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            theta: np.ndarray, p: np.ndarray, draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
-    """The sandwich covariance of each round's solution ``theta`` (win probabilities ``p``) at its ``lam``."""
-    sc = _scores(data, weights, p, n, big_n)
-    psi = sc.human + lam[:, None] * sc.judge
-    shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-    meat = _cross(data, weights, psi, shares, psi, shares, sc.means, draws)
-    bread, errors = _inverses(data, _information(data, weights, p, lam, n, big_n))
+def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
+    """The sandwich covariance of each round's solution (win probabilities ``p``) at its ``lam``."""
+    data = rounds.data
+    if data.group is not None:
+        human, judge = rounds.prompt_sums(p)
+        psi = human + lam[:, None, None] * judge
+        meat = _grouped_cross(psi, psi, rounds.draws)
+    else:
+        sc = _scores(rounds, p)
+        psi = sc.human + lam[:, None] * sc.judge
+        shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
+        meat = _cross(data, rounds.weights, psi, shares, psi, shares, sc.means)
+    bread, errors = _inverses(data, _information(rounds, p, lam))
     return bread @ meat @ bread, errors
 
 
-def _tuned_lambda(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                  draws: np.ndarray | None = None) -> tuple[np.ndarray, dict[int, Exception]]:
+def _tuned_lambda(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
     """The ``lambda`` minimising the summed variance of the ratings (PPI++ eq. 6 generalised to
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
-    human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1]."""
-    sc = _scores(data, weights, p, n, big_n)
-    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means, draws)
-    var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means, draws)
+    human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1].
+    With no judge part (people on every judged pair, ``V`` rounding noise) it is 0."""
+    data, weights, draws = rounds.data, rounds.weights, rounds.draws
+    inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
+    if data.group is not None:
+        human, judge = rounds.prompt_sums(p)
+        cov, var = _grouped_cross(human, judge, draws), _grouped_cross(judge, judge, draws)
+        people = _grouped_cross(human, human, draws)
+    else:
+        sc = _scores(rounds, p)
+        cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
+        var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
+        people = _cross(data, weights, sc.human, sc.human_shares, sc.human, sc.human_shares, sc.means)
     denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
+    scale = np.trace(inverse @ people @ inverse, axis1=1, axis2=2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
+        return np.where(denominator > 1e-12 * scale, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
-def _pieces(data: PPIData, weights: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-            draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
             ) -> tuple[list[np.ndarray], dict[int, Exception]]:
     """The sandwich of the estimating equation at every ``lambda`` at once: PPI++'s variance is
     quadratic in ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, eq. 6), ``J^-1 (V_hh + lambda (C +
     C^T) + lambda^2 V_jj) J^-1``, so its three parts ``J^-1 V_hh J^-1``, ``J^-1 C J^-1`` and
     ``J^-1 V_jj J^-1`` (people's part, their cross with the judge's part, the judge's part, at
     the pilot solution ``p``) give any model's variance at any ``lambda`` and the covariance
-    between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for ``weights``,
-    then for each of ``splits`` (weights of a part of the clusters: that part's share of the
+    between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for the rounds'
+    weights, then for each of ``splits`` (weights of a part of the clusters: that part's share of the
     sums, with the whole's scores, centring and ``J``)."""
-    sc = _scores(data, weights, p, n, big_n)
-    inverse, errors = _inverses(data, _information(data, weights, p, np.ones(len(weights)), n, big_n))
-    parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
-             (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
-             (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
+    data, weights = rounds.data, rounds.weights
+    inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is None:
+        sc = _scores(rounds, p)
+        parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
+                 (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
+                 (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
         crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
-        human = _group_sums(data, weights, sc.human, sc.human_shares, sc.means)
-        judge = _group_sums(data, weights, sc.judge, sc.judge_shares, sc.means)
-        pairs = ((human, human), (human, judge), (judge, judge))
+        human, judge = rounds.prompt_sums(p)
+        human_drawn, judge_drawn = _per_draw(human, rounds.draws), _per_draw(judge, rounds.draws)
         crosses = []
         for w in (weights, *splits):
-            kept = np.ones(human.shape[:2]) if w is weights else _kept_prompts(data, weights, w)
-            crosses.append([(_per_draw(a, draws) * kept[:, :, None]).transpose(0, 2, 1) @ b for a, b in pairs])
+            kept = 1.0 if w is weights else _kept_prompts(rounds, w)[:, :, None]  # by prompt, folds hold whole prompts
+            h, j = (human_drawn * kept).transpose(0, 2, 1), (judge_drawn * kept).transpose(0, 2, 1)
+            crosses.append([h @ human, h @ judge, j @ judge])
     return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
 
 
-def _kept_prompts(data: PPIData, weights: np.ndarray, part: np.ndarray) -> np.ndarray:
+def _kept_prompts(rounds: _Rounds, part: np.ndarray) -> np.ndarray:
     """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
-    n_groups = int(data.group.max(initial=-1)) + 1
-    return (bincount_rows(data.group, part, n_groups) > 0).astype(float)
+    return (rounds.cells.rows_to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
 
 
-def _people_pieces(data: PPIData, weights: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                   draws: np.ndarray | None = None, splits: tuple[np.ndarray, ...] = ()
+def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = ()
                    ) -> tuple[list[np.ndarray], dict[int, Exception]]:
-    """:func:`_pieces` at people's own fit (``lambda = 0``), the pilot each ``lambda`` is tuned at.
-    At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's predictions
-    there, which the fit was pulled against, so the cross part read a correlation a judge of no use
-    does not have (its ``lambda`` came out 0.04 on average where people's fit gives 0.004) and the
-    ratings at that ``lambda`` were wider than people's alone."""
-    _, p_0, failed = _solve(data, weights, np.zeros(len(weights)), n, big_n)
-    p_0[list(failed)] = 0.5  # a round people cannot rate fails before this; keep its numbers finite
-    pieces, errors = _pieces(data, weights, p_0, n, big_n, draws, splits)
-    return pieces, failed | errors
+    """:func:`_pieces` at people's own fit ``theta_0`` (``lambda = 0``), the pilot each ``lambda``
+    is tuned at. At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's
+    predictions there, which the fit was pulled against, so the cross part read a correlation a
+    judge of no use does not have (its ``lambda`` came out 0.04 on average where people's fit
+    gives 0.004) and the ratings at that ``lambda`` were wider than people's alone."""
+    data = rounds.data
+    return _pieces(rounds, 1.0 / (1.0 + np.exp(-(theta_0[:, data.i] - theta_0[:, data.j]))), splits)
 
 
 def _best_lambda(pieces: np.ndarray) -> np.ndarray:
@@ -592,13 +704,7 @@ def _drop_failed(rows: np.ndarray, failed: dict[int, Exception], errors: dict[in
     return np.delete(rows, np.fromiter(failed, dtype=np.int64, count=len(failed)))
 
 
-def _draws_of(draws: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
-    """The bootstrap's prompt draws of rounds ``rows`` (:func:`_cross`); None: every prompt once."""
-    return None if draws is None else draws[rows]
-
-
-def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta_1: np.ndarray, n: np.ndarray,
-                     big_n: np.ndarray) -> np.ndarray:
+def _own_coordinates(rounds: _Rounds, lams: np.ndarray, theta_1: np.ndarray) -> np.ndarray:
     """Per round, model k's coordinate of the fit at its own ``lams[k]`` (one batched fit per
     round and distinct ``lambda`` in (0, 1); 1 is the pilot ``theta_1``, 0 left for people's)."""
     out = theta_1.copy()
@@ -607,7 +713,7 @@ def _own_coordinates(data: PPIData, weights: np.ndarray, lams: np.ndarray, theta
         return out
     key, first, inverse = np.unique(np.c_[rows, lams[rows, grid]], axis=0, return_index=True, return_inverse=True)
     at, lam = rows[first], key[:, 1]
-    fits, _, failed = _solve(data, weights[at], lam, n[at], big_n[at])
+    fits, _, failed = _solve(rounds.take(at), lam)
     fits[list(failed)] = np.nan  # a fit that fails gives no rating (its round's sd stands)
     out[rows, grid] = fits[inverse.ravel(), grid]
     return out
@@ -629,8 +735,9 @@ def fit_ppi_per_model(data: PPIData, weights: np.ndarray | None = None) -> PerMo
 
 
 # Rounds fitted together in chunks of about this many (round, row) cells: a judge's 171 rounds
-# of 40,000 rows at once held GBs.
-_CHUNK_CELLS = 2_000_000
+# of 40,000 rows at once held GBs, and a chunk's arrays by prompt (rounds x prompts x models)
+# are read several times over, faster while they stay in the processor's cache.
+_CHUNK_CELLS = 500_000
 
 
 def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None,
@@ -652,30 +759,33 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     per model's ``lambda``."""
     w = np.asarray(weights, dtype=float)
     rounds, m = len(w), data.n_models
-    n, big_n = w @ data.n_human, w @ data.n_judge
-    people = fit_ppi_rounds(data, w, 0.0, draws=draws)  # people's alone; a round they cannot rate fails here
-    errors = {r: f for r, f in enumerate(people) if isinstance(f, Exception)}
-    live = np.array([r for r in range(rounds) if r not in errors], dtype=np.int64)
+    batch = _Rounds(data, w, draws)
+    n, people, errors = batch.n, [], {}
     ratio, lams, theta = np.ones((rounds, m)), np.zeros((rounds, m)), np.full((rounds, m), np.nan)
     with one_blas_thread():
         step = max(1, _CHUNK_CELLS // max(len(data.pair), 1))
-        for start in range(0, len(live), step):
-            at = live[start:start + step]
-            theta_1, p_1, failed = _solve(data, w[at], np.ones(len(at)), n[at], big_n[at])
-            ok = _drop_failed(at, failed, errors)
-            keep = np.isin(at, ok)
-            at, theta_1, p_1 = ok, theta_1[keep], p_1[keep]
+        for start in range(0, rounds, step):  # each chunk's sums made once, for all its fits
+            at = np.arange(start, min(start + step, rounds))
+            chunk = batch.take(at)
+            people += _fit_rounds(chunk, 0.0)  # people's alone; a round they cannot rate fails here
+            live = np.array([k for k in range(len(at)) if not isinstance(people[at[k]], Exception)], dtype=np.int64)
+            errors.update({int(r): people[r] for r in at if isinstance(people[r], Exception)})
+            theta_1, p_1, failed = _solve(chunk.take(live), np.ones(len(live)))
+            ok = _drop_failed(live, failed, {})
+            keep = np.isin(live, ok)
+            errors.update({int(at[live[k]]): exc for k, exc in failed.items()})
+            chunk, at, theta_1, p_1 = chunk.take(ok), at[ok], theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            folds = tuple(_folds(data, w[at], seed))
-            (whole, *shares), failed = _pieces(data, w[at], p_1, n[at], big_n[at], _draws_of(draws, at), folds)
-            (tuning, *tuned_on), failed_people = _people_pieces(data, w[at], n[at], big_n[at], _draws_of(draws, at),
-                                                                folds)
+            folds = tuple(_folds(data, chunk.weights, seed))
+            theta_0 = np.array([people[r].classical_theta for r in at])  # its prompt sums are made: first
+            (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds)
+            (whole, *shares), failed = _pieces(chunk, p_1, folds)
             for k, exc in (failed | failed_people).items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(tuning)
             if ratings:
-                theta[at] = _own_coordinates(data, w[at], lams[at], theta_1, n[at], big_n[at])
+                theta[at] = _own_coordinates(chunk, lams[at], theta_1)
             diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
             lam_of = [_best_lambda(part) for part in tuned_on]
 
@@ -701,25 +811,23 @@ def fit_ppi_stacked(data: PPIData) -> PPIFit:
     same sandwich and scaled by people's exact widths: no model's interval is wider than
     people's alone, and one the judge cannot help keeps people's (its ``lambda`` is 0).
     ``lam`` is the mean of the models' ``lambda``s, ``lams`` each one."""
-    w = data.weight[None]
-    (people,) = fit_ppi_rounds(data, w, 0.0)
+    batch = _Rounds(data, data.weight[None])
+    (people,) = _fit_rounds(batch, 0.0)
     if isinstance(people, Exception):
         raise people
-    n, big_n = w @ data.n_human, w @ data.n_judge
     with one_blas_thread():
-        _, p_1, failed = _solve(data, w, np.ones(1), n, big_n)
+        _, p_1, failed = _solve(batch, np.ones(1))
         if failed:
             raise failed[0]
-        (whole,), failed = _pieces(data, w, p_1, n, big_n)
-        (tuning,), failed_people = _people_pieces(data, w, n, big_n)
+        (whole,), failed = _pieces(batch, p_1)
+        (tuning,), failed_people = _people_pieces(batch, people.classical_theta[None])
         if failed or failed_people:
             raise (failed | failed_people)[0]
         lams = _best_lambda(tuning)[0]
         theta = people.classical_theta.copy()
         inside = np.unique(lams[lams > 0])
         if len(inside):
-            fits, _, failed = _solve(data, np.repeat(w, len(inside), axis=0), inside, np.repeat(n, len(inside)),
-                                     np.repeat(big_n, len(inside)))
+            fits, _, failed = _solve(batch.repeat(len(inside)), inside)
             if failed:
                 raise next(iter(failed.values()))
             for k in np.flatnonzero(lams > 0):
@@ -761,16 +869,21 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
     prompt (:func:`_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
     for every round or an array of one per round.
     """
-    weights = np.asarray(weights, dtype=float)
-    rounds, m = len(weights), data.n_models
-    n, big_n = weights @ data.n_human, weights @ data.n_judge
+    return _fit_rounds(_Rounds(data, np.asarray(weights, dtype=float), draws), lam)
+
+
+def _fit_rounds(batch: _Rounds, lam: float | np.ndarray | None = None) -> list[PPIFit | Exception]:
+    """:func:`fit_ppi_rounds` of a batch of rounds."""
+    batch.pair_sums  # made once, for every subset of the rounds below
+    data, weights, n, big_n = batch.data, batch.weights, batch.n, batch.big_n
+    rounds, m = len(batch), data.n_models
     errors: dict[int, Exception] = {int(r): ValueError(
         "no human votes: prediction-powered ratings need people on some pairs") for r in np.flatnonzero(n <= 0)}
 
     live = np.flatnonzero(n > 0)
     with one_blas_thread():
         # People's votes alone must connect the models: lambda = 0 is the fit compared with.
-        seen = _per_pair(data, weights[live], data.n_human) > 0
+        seen = batch.take(live).pair_sums[:, _COLUMNS.index("n_human")] > 0
         adjacency = np.zeros((len(live), m, m), dtype=bool)
         adjacency[:, data.i, data.j] = adjacency[:, data.j, data.i] = seen
         failed = {}
@@ -784,18 +897,16 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
         classical_theta, theta = np.zeros((rounds, m)), np.zeros((rounds, m))
         classical_cov, cov = np.zeros((rounds, m, m)), np.zeros((rounds, m, m))
         p = np.zeros((rounds, len(data.i)))
-        classical_theta[live], p[live], failed = _solve(data, weights[live], np.zeros(len(live)), n[live], big_n[live])
+        classical_theta[live], p[live], failed = _solve(batch.take(live), np.zeros(len(live)))
         live = _drop_failed(live, failed, errors)
-        classical_cov[live], failed = _fit_at(data, weights[live], np.zeros(len(live)), n[live], big_n[live],
-                                              classical_theta[live], p[live], _draws_of(draws, live))
+        classical_cov[live], failed = _fit_at(batch.take(live), np.zeros(len(live)), p[live])
         live = _drop_failed(live, failed, errors)
 
         tuned = np.zeros(rounds)
         if lam is None:  # PPI++ sec. 2.2: lambda tuned at the lambda = 1 solution
-            theta[live], p[live], failed = _solve(data, weights[live], np.ones(len(live)), n[live], big_n[live])
+            theta[live], p[live], failed = _solve(batch.take(live), np.ones(len(live)))
             live = _drop_failed(live, failed, errors)
-            tuned[live], failed = _tuned_lambda(data, weights[live], p[live], n[live], big_n[live],
-                                                _draws_of(draws, live))
+            tuned[live], failed = _tuned_lambda(batch.take(live), p[live])
             live = _drop_failed(live, failed, errors)
             pilot = live[tuned[live] == 1]  # its fit is the pilot's
         else:
@@ -805,11 +916,10 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
         people = live[tuned[live] == 0]
         theta[people], cov[people] = classical_theta[people], classical_cov[people]
         own = live[(tuned[live] != 0) & ~np.isin(live, pilot)]
-        theta[own], p[own], failed = _solve(data, weights[own], tuned[own], n[own], big_n[own])
+        theta[own], p[own], failed = _solve(batch.take(own), tuned[own])
         own = _drop_failed(own, failed, errors)
         fitted = np.union1d(pilot, own)
-        cov[fitted], failed = _fit_at(data, weights[fitted], tuned[fitted], n[fitted], big_n[fitted],
-                                      theta[fitted], p[fitted], _draws_of(draws, fitted))
+        cov[fitted], failed = _fit_at(batch.take(fitted), tuned[fitted], p[fitted])
         _drop_failed(fitted, failed, errors)
         if lam is None:
             wider = np.flatnonzero(_mean_sd(cov) > _mean_sd(classical_cov))
@@ -1027,7 +1137,12 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     categories the ratings drift from people's, silently, by up to 15 Elo in simulation."""
     from scipy.stats import chi2_contingency
 
-    labelled = verdicts["pair_id"].isin(set(human["pair_id"])).to_numpy()
+    # Both coded together: a Python set of a million string ids was most of this check.
+    codes = pd.factorize(pd.concat([verdicts["pair_id"], human["pair_id"]], ignore_index=True))[0]
+    voted = np.zeros(codes.max(initial=-1) + 1, dtype=bool)
+    theirs, mine = codes[len(verdicts):], codes[:len(verdicts)]
+    voted[theirs[theirs >= 0]] = True
+    labelled = (mine >= 0) & voted[np.maximum(mine, 0)]
     if labelled.all() or not labelled.any():
         return ()
     columns = {"category": verdicts["category"] if "category" in verdicts else None,
