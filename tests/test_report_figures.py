@@ -198,3 +198,29 @@ def test_every_figure_fits_its_page_under_long_rater_names(long_named):
         slack = 1 / fig.dpi
         assert page.x0 - slack <= used.x0 and used.x1 <= page.x1 + slack, (name, used, page)
         assert page.y0 - slack <= used.y0 and used.y1 <= page.y1 + slack, (name, used, page)
+
+
+def test_a_report_on_too_few_pairs_for_intervals_draws_its_leaderboards_without_them(tmp_path):
+    """Eight pairs: every rater's intervals are withheld (fewer than ten units), so the figures
+    get ratings without bounds; they drew axis limits from the bounds and the report failed."""
+    import json
+    import random
+
+    from analysis.report.cli import main
+
+    rng = random.Random(1)
+    votes = tmp_path / "votes.jsonl"
+    with votes.open("w") as fh:
+        for i in range(8):
+            a, b = rng.sample(["m1", "m2", "m3", "m4"], 2)
+            pair = dict(pair_id=f"p{i}", prompt=f"prompt {i}", model_a=a, model_b=b, response_a="x" * (10 + i),
+                        response_b="y" * (20 - i))
+            fh.write(json.dumps({**pair, "winner": rng.choice(["model_a", "model_b"]), "judge": "human"}) + "\n")
+            for order in ("ab", "ba"):
+                fh.write(json.dumps({**pair, "winner": rng.choice(["model_a", "model_b"]), "judge": "judge-x",
+                                     "judge_type": "llm", "prob_a": rng.random(), "meta": {"order": order}}) + "\n")
+    assert main(["--votes", str(votes), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    people = report["judges"]["human"]["ratings"]["bt"]
+    assert people and all(row["lower"] is None for row in people)  # withheld, not drawn from nothing
+    assert "<img" in (tmp_path / "out" / "report.html").read_text()

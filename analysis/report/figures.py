@@ -256,7 +256,8 @@ def ratings_figure(report: BiasReport):
         rating, lower, upper = (bt[c].to_numpy(dtype=float) for c in ("rating", "lower", "upper"))
         y = np.array([row_of[m] for m in bt["model"]]) + (k - (len(rated) - 1) / 2) * step
         # One call per rater, not per point: each errorbar call builds its own artists.
-        ax.errorbar(rating, y, xerr=[np.clip(rating - lower, 0, None), np.clip(upper - rating, 0, None)], fmt="o",
+        ax.errorbar(rating, y, xerr=[np.nan_to_num(np.clip(rating - lower, 0, None)),  # withheld: no bar
+                                     np.nan_to_num(np.clip(upper - rating, 0, None))], fmt="o",
                     color=_color(i), capsize=3, label=r.rater, ms=4)
     ax.set_yticks(range(len(order)), order)
     ax.set_ylim(len(order) - 0.5, -0.5)

@@ -54,9 +54,10 @@ def _inside(a, b) -> bool:
 
 
 def _spread(both, side: str):
-    """A side's ratings and how far their intervals reach below and above them."""
+    """A side's ratings and how far their intervals reach below and above them (no bar where the
+    interval is withheld: too few units to claim one)."""
     rating, lower, upper = (both[f"{c}_{side}"].to_numpy(dtype=float) for c in ("rating", "lower", "upper"))
-    return rating, [np.clip(rating - lower, 0, None), np.clip(upper - rating, 0, None)]
+    return rating, [np.nan_to_num(np.clip(rating - lower, 0, None)), np.nan_to_num(np.clip(upper - rating, 0, None))]
 
 
 def leaderboard_figure(report: BiasReport):
@@ -74,11 +75,11 @@ def leaderboard_figure(report: BiasReport):
         both = r.ratings.bt.merge(report.rater(r.reference).ratings.bt, on="model", suffixes=("_j", "_r"))
         (x, xerr), (y, yerr) = _spread(both, "r"), _spread(both, "j")
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color=_color(k + 1), capsize=3, ms=4)
-        lo = min(both["lower_r"].min(), both["lower_j"].min())
-        hi = max(both["upper_r"].max(), both["upper_j"].max())
+        ends = both[["lower_r", "lower_j", "upper_r", "upper_j", "rating_r", "rating_j"]].to_numpy(dtype=float)
+        lo, hi = np.nanmin(ends), np.nanmax(ends)
         ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
         # The limits autoscaling would give, set now so labels can be placed in points before drawing.
-        pad = 0.05 * (hi - lo)
+        pad = max(0.05 * (hi - lo), 1.0)
         ax.set_xlim(lo - pad, hi + pad)
         ax.set_ylim(lo - pad, hi + pad)
         few_ticks(ax.xaxis, ax.yaxis)
