@@ -209,7 +209,7 @@ class BatchingEngine:
             config = ContinuousBatchingConfig(
                 max_requests_per_batch=self.max_inflight, page_size=PAGE_TOKENS, seed=0,
                 max_batch_tokens=CPU_STEP_TOKENS if self.model.device.type == "cpu" else None,
-                num_blocks=math.ceil(self.max_inflight * TOKENS_PER_REQUEST / PAGE_TOKENS) + 8,
+                num_blocks=math.ceil(self.capacity / PAGE_TOKENS) + 8,
                 use_cuda_graph=self.graphs, use_async_batching=False)
             generation = GenerationConfig(do_sample=False, eos_token_id=self.eos,
                                           pad_token_id=self.tokenizer.pad_token_id)
