@@ -162,6 +162,8 @@ def _cut_from_the_top(row: np.ndarray, top_p: float) -> float | None:
     top = np.partition(row, n - _TOP)[n - _TOP:]
     top = np.sort(top)[::-1].astype(np.float64)
     peak = top[0]
+    if not np.isfinite(peak):  # a row masked whole: the full sort says what the warper does
+        return None
     total = np.exp(row - row.dtype.type(peak)).sum(dtype=np.float64)
     above = np.concatenate(([0.0], np.cumsum(np.exp(top - peak) / total)))  # above[k]: the k largest
     # The warper removes a token when the probability up to it, in ascending order, is at most
@@ -175,7 +177,6 @@ def _cut_from_the_top(row: np.ndarray, top_p: float) -> float | None:
     if top[kept] == top[kept + 1]:
         return None
     return float(top[kept])
-
 
 
 class TransformersModel(Model):
