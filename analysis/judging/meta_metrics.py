@@ -220,12 +220,15 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
 
     ``totals`` is (rounds x 2 x pairs): model i's and model j's wins (ties as half) per model
     pair. A small ridge (1e-6) keeps a round whose data leave a model unbeaten finite (such a
-    round has no MLE; its percentile rank is what counts). Every round starts from the fit to
+    round has no MLE; its percentile rank is what counts). Where the data themselves have no MLE
+    (a model that only won or only lost in every round), the ratings are the early estimate
+    (:func:`analysis.ratings.votes.rate_battles`), and the rounds are fitted under its prior
+    :data:`analysis.ratings.bt.PRIOR_L2` too, so they scatter around the point they bound. Every round starts from the fit to
     the rounds' mean table and takes chord steps from it (a round's information differs from
     the mean's by the resampling noise); a round they do not settle is fitted by Newton's method.
     """
     from analysis.ratings.bootstrap import refit_rounds
-    from analysis.ratings.bt import fit_counts
+    from analysis.ratings.bt import PRIOR_L2, fit_counts, mle_exists
     from analysis.ratings.counts import PairCounts
 
     if not len(totals):
@@ -234,7 +237,7 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     no_ties = np.zeros_like(wins_i)
     mean = PairCounts(pd.RangeIndex(n), i, j, wins_i.mean(axis=0), wins_j.mean(axis=0), no_ties[0],
                       n_battles=np.zeros(n, dtype=np.int64))
-    fit = fit_counts(mean, l2=_RIDGE, tol=_BT_TOL)
+    fit = fit_counts(mean, l2=_RIDGE if mle_exists(mean) else PRIOR_L2, tol=_BT_TOL)
     theta, _ = refit_rounds(fit, wins_i, wins_j, no_ties, tol=_BT_TOL)
     return theta
 
@@ -344,12 +347,13 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
 
 def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: int = 0) -> dict[str, float | None] | None:
     """The reference's agreement with itself: its prompts split at random into two halves, a
-    Bradley-Terry leaderboard fitted on each (ties as half wins, sandwich intervals clustered
-    as :func:`analysis.ratings.rate` does), and the meta-metrics of one half against the other,
+    Bradley-Terry leaderboard fitted on each by the rating rule every caller uses
+    (:func:`analysis.ratings.votes.rate_battles`: ties as half wins, sandwich intervals, the
+    early estimate where a half has no MLE), and the meta-metrics of one half against the other,
     averaged over ``n_splits`` splits. A judge's metrics read against this ceiling separate the
     reference's noise from the judge's error (half the prompts: a conservative ceiling).
     None with fewer than :data:`RANKING_MODELS` models or a split whose halves cannot be fitted."""
-    from analysis.ratings import rate
+    from analysis.ratings.votes import rate_battles
 
     prompts = rows_prompts(reference_rows)
     models = pd.unique(pd.concat([reference_rows["model_a"], reference_rows["model_b"]]))
@@ -361,8 +365,8 @@ def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: in
     for _ in range(n_splits):
         half = positions(pd.Index(rng.permutation(prompts)[: len(prompts) // 2]), reference_rows["prompt"]) >= 0
         try:
-            a = rate(reference_rows.loc[half, columns], "bt").table
-            b = rate(reference_rows.loc[~half, columns], "bt").table
+            a = rate_battles(reference_rows.loc[half, columns], "bt").result.table
+            b = rate_battles(reference_rows.loc[~half, columns], "bt").result.table
         except ValueError:  # a half whose comparisons are disconnected, or a fit that failed (FitError)
             return None
         board = leaderboard_agreement(a, b)

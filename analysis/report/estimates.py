@@ -568,11 +568,11 @@ class _JudgingTheJudges:
         return {**fields, "leaderboard": replace(board, ceiling=ceiling)}
 
     def _rate_rows(self, rows: pd.DataFrame) -> pd.DataFrame | None:
-        from analysis.ratings import rate
+        from analysis.ratings.votes import rate_battles
 
         try:
             columns = ["model_a", "model_b", "winner", "pair_id", "prompt"]
-            return rate(rows[[c for c in columns if c in rows.columns]], "bt", bootstrap=self.rating_bootstrap,
-                        seed=self.seed, cluster=self.cluster).table
+            return rate_battles(rows[[c for c in columns if c in rows.columns]], "bt", bootstrap=self.rating_bootstrap,
+                                seed=self.seed, cluster=self.cluster).result.table
         except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
             return None
