@@ -85,7 +85,7 @@ def judge_variants(
     ratings: pd.DataFrame | None,
     controlled: pd.DataFrame | None,
     reference_ratings: pd.DataFrame | None,
-    rate_rows: Callable[[pd.DataFrame], pd.DataFrame | None],
+    rate_rows: Callable[[pd.DataFrame], tuple[pd.DataFrame | None, str | None]],
     n_boot: int = 1000,
     seed: int = 0,
     both_orders: Agreement | None = None,
@@ -96,7 +96,8 @@ def judge_variants(
     ``rows`` are the judge's judgment-table rows, ``reference_rows`` the reference votes
     as :func:`analysis.judging.agreement.agreement` takes them; ``ratings`` / ``controlled`` the
     judge's BT and style-controlled BT tables, ``reference_ratings`` / ``reference_controlled``
-    the reference's; ``rate_rows`` fits a BT table (with CIs) to per-pair verdict rows, or None.
+    the reference's; ``rate_rows`` fits a BT table (with CIs) to per-pair verdict rows, or None,
+    and says what a reader must know of it (the early estimate), or None.
     ``both_orders`` is the judge's usual agreement when already computed (the same numbers).
     """
 
@@ -114,10 +115,12 @@ def judge_variants(
     # differ from the agreement table, and the bootstrap could mark one of them best.
     out = [Variant("as_given", *scored(rows, ratings, not one_order, known=both_orders if one_order else None))]
     debiased = debiased_rows(rows)
-    out.append(Variant("both_orders", *scored(debiased, rate_rows(debiased), False, same, both_orders)))
+    table, said = rate_rows(debiased)
+    out.append(Variant("both_orders", *scored(debiased, table, False, _joined(same, said), both_orders)))
     if rows["prob_a"].notna().any():
         calibrated = debiased_rows(rows, calibrate=True)
-        out.append(Variant("calibrated", *scored(calibrated, rate_rows(calibrated), False, same)))
+        table, said = rate_rows(calibrated)
+        out.append(Variant("calibrated", *scored(calibrated, table, False, _joined(same, said))))
     else:
         out.append(Variant("calibrated", None, None, "the records carry no prob_a"))
     if reference_controlled is not None:
@@ -129,9 +132,12 @@ def judge_variants(
                        + (target or "nothing: the reference has no style-controlled ratings")
                        + "; no intervals (the style-controlled fit is not refitted in the bootstrap rounds)", controlled))
     if reference_ratings is None:
-        out = [dc_replace(v, leaderboard=None, note="; ".join(filter(None, [v.note, "no reference ratings"])))
-               for v in out]
+        out = [dc_replace(v, leaderboard=None, note=_joined(v.note, "no reference ratings")) for v in out]
     return tuple(out)
+
+
+def _joined(*notes: str | None) -> str | None:
+    return "; ".join(filter(None, notes)) or None
 
 
 def _both_orders_seen(rows: pd.DataFrame) -> bool:

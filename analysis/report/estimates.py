@@ -567,12 +567,15 @@ class _JudgingTheJudges:
             return fields
         return {**fields, "leaderboard": replace(board, ceiling=ceiling)}
 
-    def _rate_rows(self, rows: pd.DataFrame) -> pd.DataFrame | None:
+    def _rate_rows(self, rows: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
         from analysis.ratings.votes import rate_battles
 
         try:
             columns = ["model_a", "model_b", "winner", "pair_id", "prompt"]
-            return rate_battles(rows[[c for c in columns if c in rows.columns]], "bt", bootstrap=self.rating_bootstrap,
-                                seed=self.seed, cluster=self.cluster).result.table
+            rated = rate_battles(rows[[c for c in columns if c in rows.columns]], "bt",
+                                 bootstrap=self.rating_bootstrap, seed=self.seed, cluster=self.cluster)
         except (ValueError, RuntimeError):  # e.g. disconnected comparisons, no convergence
-            return None
+            return None, None
+        early = ("its ratings are the early estimate: a model only won or only lost in these verdicts, so no "
+                 "maximum-likelihood rating exists and they are pulled towards 1000") if rated.early_estimate else None
+        return rated.result.table, early
