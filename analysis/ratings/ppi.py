@@ -499,17 +499,16 @@ def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray
     pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
     human = (y_human - n_human * pc) / n
     judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
-    votes, judged = (cells.to_groups @ share for share in (n_human / n, n_judge / big_n))  # (prompts, rounds)
-
-    def per_prompt(values: np.ndarray, *centring: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        # Written (rounds, prompts, models), the layout the products of the sandwich read.
-        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, r).transpose(2, 0, 1))
-        for share, mean in centring:
-            out -= share.T[:, :, None] * mean[:, None, :]
-        return out
-
-    return (per_prompt(human, (votes, means[:, 1])),
-            per_prompt(judge, (judged, means[:, 0]), (-votes, means[:, 2])))
+    # Both parts through one product of each matrix (a sparse product reads its matrix once for every column).
+    votes, judged = np.split(cells.to_groups @ np.concatenate([n_human / n, n_judge / big_n], axis=1), 2, axis=1)
+    sums = (cells.to_models @ np.concatenate([human, judge], axis=1)).reshape(g, m, 2, r)
+    # Written (part, rounds, prompts, models), the layout the products of the sandwich read, then
+    # centred: people's part by their votes' share of the mean, the judge's by its units' and the votes'.
+    out = np.ascontiguousarray(sums.transpose(2, 3, 0, 1))
+    shares = np.stack([votes.T, judged.T], axis=2)  # (rounds, prompts, 2)
+    out[0] -= shares[:, :, :1] @ means[:, 1:2]
+    out[1] -= shares @ np.stack([-means[:, 2], means[:, 0]], axis=1)
+    return out[0], out[1]
 
 
 def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
@@ -556,6 +555,8 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
 def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
     """The sandwich covariance of each round's solution (win probabilities ``p``) at its ``lam``."""
     data = rounds.data
+    if not len(rounds):  # no round to fit: the sums by prompt would still pass over every cell
+        return np.zeros((0, data.n_models, data.n_models)), {}
     if data.group is not None:
         human, judge = rounds.prompt_sums(p)
         psi = human + lam[:, None, None] * judge
