@@ -184,7 +184,11 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     ``cluster`` is the sandwich's unit (:func:`analysis.stats.cluster_groups` of people's
     votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
-    clustering = cluster_groups(pd.concat([human, judge], ignore_index=True), cluster)
+    # Only the columns the clusters are read from: every other column of a million battles
+    # would be copied for nothing.
+    keys = ("pair_id", "prompt_id", "prompt", "model_a", "model_b")
+    clustering = cluster_groups(pd.concat([f[[c for c in keys if c in f.columns]] for f in (human, judge)],
+                                          ignore_index=True), cluster)
     by_prompt = clustering.kind == "prompt"
     if unjudged not in ("raise", "leave out"):
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
