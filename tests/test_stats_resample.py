@@ -97,14 +97,15 @@ def test_string_lookups_through_arrow_equal_pandas():
 
 
 def test_draws_over_many_kinds_are_multinomial():
-    """From 32 kinds on, rounds are drawn by Poisson splitting (issue 21: numpy's multinomial
-    draws a binomial with a new p per kind): every round still draws exactly n units, and the
+    """From 32 kinds on and more than four units a kind, rounds are drawn by Poisson splitting
+    (issue 21: numpy's multinomial draws a binomial with a new p per kind; fewer units a kind:
+    tests/test_stats_unit_draws.py): every round still draws exactly n units, and the
     counts have the multinomial's means, variances and (negative) covariances, for few units
     per kind (Poisson's small-mean path, lam well below n) and many."""
     from analysis.stats.resample import kind_draws
 
     rng = np.random.default_rng(3)
-    for counts in (np.r_[np.ones(30), 2, 3, 5, 50], np.r_[np.arange(1, 200) % 13 + 1, 900]):
+    for counts in (np.r_[np.ones(30), 2, 3, 5, 150], np.r_[np.arange(1, 200) % 13 + 1, 900]):
         n, rounds = int(counts.sum()), 40_000
         draws = np.concatenate(list(kind_draws(counts, rounds, rng)))
         assert draws.shape == (rounds, len(counts)) and draws.dtype.kind == "i"

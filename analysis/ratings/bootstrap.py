@@ -5,8 +5,9 @@ a pair, a judge's verdicts on both orders) with replacement, as the clusters, no
 battles, are what is independent (Field & Welsh 2007); without clusters every battle is
 its own. Clusters with the same cell counts are interchangeable, so drawing K clusters is
 a draw from Multinomial(K, shares of the distinct clusters) (Efron & Tibshirani 1993,
-ch. 6; the grouping is :func:`analysis.stats.resample.distinct_units`), and a round costs
-O(distinct clusters), not O(battles). Each replicate starts from the full-data MLE and
+ch. 6; the grouping is :func:`analysis.stats.resample.distinct_units`, the draws
+:func:`analysis.stats.resample.kind_draws`), and a round costs O(distinct clusters), not
+O(battles). Each replicate starts from the full-data MLE and
 is solved by the chord method: Newton steps that reuse the full-data information matrix,
 inverted once (Kelley 1995, sec. 5.4); one matrix product per step serves every replicate
 at once. A replicate not converged after ``max_iter`` chord steps gets a full Newton fit
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.stats import FitError
-from analysis.stats.resample import distinct_units
+from analysis.stats.resample import distinct_units, kind_draws
 
 from .bt import BTResult, _regularised_inverse, newton
 from .counts import PairCounts
@@ -124,17 +125,15 @@ def _bootstrap(fit: BTResult, rounds: int, *, seed: int, tol: float, max_iter: i
     if not np.allclose(counts.cells, np.round(counts.cells)):
         raise ValueError("the bootstrap needs unweighted battles (integer counts)")
     units, kinds = _units(counts)
-    n_units = int(round(kinds.sum()))
-    shares = kinds / kinds.sum()
     unit_cells = units.T.tocsr()  # (cells, kinds): a draw of kinds -> cell counts
     rng = np.random.default_rng(seed)
     out = np.empty((rounds, len(fit.params)))
-    n_prior = 0
-    for begin in range(0, rounds, chunk):
-        size = min(chunk, rounds - begin)
-        drawn = rng.multinomial(n_units, shares, size=size)
-        drawn = np.asarray(unit_cells @ drawn.T).T.reshape(size, -1, 3)
-        out[begin : begin + size], prior = refit_rounds(fit, drawn[..., 0], drawn[..., 1], drawn[..., 2], tol=tol,
-                                                        max_iter=max_iter)
-        n_prior += prior
-    return Replicates(out, n_prior, n_units)
+    n_prior, begin = 0, 0
+    for block in kind_draws(kinds, rounds, rng, unit_cells.shape[0]):
+        for drawn in np.array_split(block, -(-len(block) // chunk)):  # at most ``chunk`` rounds refitted together
+            size = len(drawn)
+            drawn = np.asarray(unit_cells @ drawn.T).T.reshape(size, -1, 3)
+            out[begin : begin + size], prior = refit_rounds(fit, drawn[..., 0], drawn[..., 1], drawn[..., 2],
+                                                            tol=tol, max_iter=max_iter)
+            n_prior, begin = n_prior + prior, begin + size
+    return Replicates(out, n_prior, int(round(kinds.sum())))

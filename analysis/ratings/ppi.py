@@ -184,7 +184,11 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     ``cluster`` is the sandwich's unit (:func:`analysis.stats.cluster_groups` of people's
     votes and the verdicts together; None picks the prompt when a prompt carries several pairs).
     """
-    clustering = cluster_groups(pd.concat([human, judge], ignore_index=True), cluster)
+    # Only the columns the clusters are read from: every other column of a million battles
+    # would be copied for nothing.
+    keys = ("pair_id", "prompt_id", "prompt", "model_a", "model_b")
+    clustering = cluster_groups(pd.concat([f[[c for c in keys if c in f.columns]] for f in (human, judge)],
+                                          ignore_index=True), cluster)
     by_prompt = clustering.kind == "prompt"
     if unjudged not in ("raise", "leave out"):
         raise ValueError(f"unjudged must be 'raise' or 'leave out', not {unjudged!r}")
@@ -499,17 +503,16 @@ def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray
     pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
     human = (y_human - n_human * pc) / n
     judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
-    votes, judged = (cells.to_groups @ share for share in (n_human / n, n_judge / big_n))  # (prompts, rounds)
-
-    def per_prompt(values: np.ndarray, *centring: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        # Written (rounds, prompts, models), the layout the products of the sandwich read.
-        out = np.ascontiguousarray((cells.to_models @ values).reshape(g, m, r).transpose(2, 0, 1))
-        for share, mean in centring:
-            out -= share.T[:, :, None] * mean[:, None, :]
-        return out
-
-    return (per_prompt(human, (votes, means[:, 1])),
-            per_prompt(judge, (judged, means[:, 0]), (-votes, means[:, 2])))
+    # Both parts through one product of each matrix (a sparse product reads its matrix once for every column).
+    votes, judged = np.split(cells.to_groups @ np.concatenate([n_human / n, n_judge / big_n], axis=1), 2, axis=1)
+    sums = (cells.to_models @ np.concatenate([human, judge], axis=1)).reshape(g, m, 2, r)
+    # Written (part, rounds, prompts, models), the layout the products of the sandwich read, then
+    # centred: people's part by their votes' share of the mean, the judge's by its units' and the votes'.
+    out = np.ascontiguousarray(sums.transpose(2, 3, 0, 1))
+    shares = np.stack([votes.T, judged.T], axis=2)  # (rounds, prompts, 2)
+    out[0] -= shares[:, :, :1] @ means[:, 1:2]
+    out[1] -= shares @ np.stack([-means[:, 2], means[:, 0]], axis=1)
+    return out[0], out[1]
 
 
 def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
@@ -521,7 +524,11 @@ def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None
 
 def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
     """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_grouped_cross`)."""
-    return sums if draws is None else sums / np.where(draws > 0, draws, 1.0)[:, :, None]
+    return sums if draws is None else sums / _times_drawn(draws)[:, :, None]
+
+
+def _times_drawn(draws: np.ndarray) -> np.ndarray:
+    return np.where(draws > 0, draws, 1.0)
 
 
 def _information(rounds: _Rounds, p: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -552,6 +559,8 @@ def _inverses(data: PPIData, information: np.ndarray) -> tuple[np.ndarray, dict[
 def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, dict[int, Exception]]:
     """The sandwich covariance of each round's solution (win probabilities ``p``) at its ``lam``."""
     data = rounds.data
+    if not len(rounds):  # no round to fit: the sums by prompt would still pass over every cell
+        return np.zeros((0, data.n_models, data.n_models)), {}
     if data.group is not None:
         human, judge = rounds.prompt_sums(p)
         psi = human + lam[:, None, None] * judge
@@ -588,7 +597,7 @@ def _tuned_lambda(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, dict[int,
         return np.where(denominator > 1e-12 * scale, np.clip(numerator / denominator, 0.0, 1.0), 0.0), errors
 
 
-def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
+def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = (), diagonal: bool = False
             ) -> tuple[list[np.ndarray], dict[int, Exception]]:
     """The sandwich of the estimating equation at every ``lambda`` at once: PPI++'s variance is
     quadratic in ``lambda`` (Angelopoulos, Duchi & Zrnic 2023, eq. 6), ``J^-1 (V_hh + lambda (C +
@@ -597,7 +606,8 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
     the pilot solution ``p``) give any model's variance at any ``lambda`` and the covariance
     between models at their own ``lambda``s: ``(rounds, 3, models, models)`` for the rounds'
     weights, then for each of ``splits`` (weights of a part of the clusters: that part's share of the
-    sums, with the whole's scores, centring and ``J``)."""
+    sums, with the whole's scores, centring and ``J``). ``diagonal``: only each part's diagonal,
+    ``(rounds, 3, models)``, the variances a model's own ``lambda`` is read on."""
     data, weights = rounds.data, rounds.weights
     inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is None:
@@ -608,13 +618,23 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = ()
         crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
         human, judge = rounds.prompt_sums(p)
-        human_drawn, judge_drawn = _per_draw(human, rounds.draws), _per_draw(judge, rounds.draws)
+        # Per round, each prompt's weight in the whole and in each split: 1/k for a prompt drawn k times.
+        drawn = np.ones(human.shape[:2]) if rounds.draws is None else 1.0 / _times_drawn(rounds.draws)
+        by_prompt = np.stack([drawn, *(drawn * _kept_prompts(rounds, w) for w in splits)], axis=1)
+        if diagonal:
+            # diag(J^-1 a b^T J^-1)_k = (J^-1 a)_k (J^-1 b)_k (J^-1 symmetric): each prompt's sums taken
+            # through J^-1 once, then products summed over prompts, O(prompts x models) per part
+            # where the whole matrices cost O(prompts x models^2).
+            # (Each product is summed as it is made: three live at once cost their pages' first touch.)
+            h, j = human @ inverse, judge @ inverse
+            sums = np.stack([by_prompt @ (a * b) for a, b in ((h, h), (h, j), (j, j))], axis=2)
+            return list(sums.transpose(1, 0, 2, 3)), errors  # per weighting (rounds, 3, models)
         crosses = []
-        for w in (weights, *splits):
-            kept = 1.0 if w is weights else _kept_prompts(rounds, w)[:, :, None]  # by prompt, folds hold whole prompts
-            h, j = (human_drawn * kept).transpose(0, 2, 1), (judge_drawn * kept).transpose(0, 2, 1)
+        for share in by_prompt.transpose(1, 0, 2)[:, :, :, None]:
+            h, j = (human * share).transpose(0, 2, 1), (judge * share).transpose(0, 2, 1)
             crosses.append([h @ human, h @ judge, j @ judge])
-    return [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses], errors
+    out = [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses]
+    return ([np.diagonal(x, axis1=2, axis2=3) for x in out] if diagonal else out), errors
 
 
 def _kept_prompts(rounds: _Rounds, part: np.ndarray) -> np.ndarray:
@@ -622,7 +642,7 @@ def _kept_prompts(rounds: _Rounds, part: np.ndarray) -> np.ndarray:
     return (rounds.cells.rows_to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
 
 
-def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = ()
+def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = (), diagonal: bool = False
                    ) -> tuple[list[np.ndarray], dict[int, Exception]]:
     """:func:`_pieces` at people's own fit ``theta_0`` (``lambda = 0``), the pilot each ``lambda``
     is tuned at. At PPI's fit (``lambda = 1``) the residuals on people's pairs carry the judge's
@@ -630,13 +650,14 @@ def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarra
     judge of no use does not have (its ``lambda`` came out 0.04 on average where people's fit
     gives 0.004) and the ratings at that ``lambda`` were wider than people's alone."""
     data = rounds.data
-    return _pieces(rounds, 1.0 / (1.0 + np.exp(-(theta_0[:, data.i] - theta_0[:, data.j]))), splits)
+    return _pieces(rounds, 1.0 / (1.0 + np.exp(-(theta_0[:, data.i] - theta_0[:, data.j]))), splits, diagonal)
 
 
-def _best_lambda(pieces: np.ndarray) -> np.ndarray:
+def _best_lambda(diagonals: np.ndarray) -> np.ndarray:
     """Per model the ``lambda`` minimising its own variance, ``-[J^-1 C J^-1]_kk / [J^-1 V_jj J^-1]_kk``
-    (PPI++ sec. 2.2, per coordinate), clipped to [0, 1]; ``(rounds, models)``."""
-    people, cross, judge = (np.diagonal(pieces[:, k], axis1=1, axis2=2) for k in range(3))
+    (PPI++ sec. 2.2, per coordinate), clipped to [0, 1], from the pieces' diagonals ``(rounds, 3,
+    models)``; ``(rounds, models)``."""
+    people, cross, judge = diagonals[:, 0], diagonals[:, 1], diagonals[:, 2]
     with np.errstate(divide="ignore", invalid="ignore"):  # no judge part (people on every judged pair): 0
         return np.where(judge > 1e-12 * people, np.clip(-cross / judge, 0.0, 1.0), 0.0)
 
@@ -779,21 +800,20 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
                 continue
             folds = tuple(_folds(data, chunk.weights, seed))
             theta_0 = np.array([people[r].classical_theta for r in at])  # its prompt sums are made: first
-            (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds)
-            (whole, *shares), failed = _pieces(chunk, p_1, folds)
+            (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds, diagonal=True)
+            (whole, *diag), failed = _pieces(chunk, p_1, folds, diagonal=True)
             for k, exc in (failed | failed_people).items():
                 errors.setdefault(int(at[k]), exc)
             lams[at] = _best_lambda(tuning)
             if ratings:
                 theta[at] = _own_coordinates(chunk, lams[at], theta_1)
-            diag = [np.diagonal(part, axis1=2, axis2=3) for part in shares]  # (rounds, 3, models)
             lam_of = [_best_lambda(part) for part in tuned_on]
 
             def read(d: np.ndarray, lam: np.ndarray) -> np.ndarray:
                 return d[:, 0] + 2 * lam * d[:, 1] + lam ** 2 * d[:, 2]
 
             honest = read(diag[0], lam_of[1]) + read(diag[1], lam_of[0])
-            alone = np.diagonal(whole[:, 0], axis1=1, axis2=2)
+            alone = whole[:, 0]
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio[at] = np.where(alone > 0, np.sqrt(np.clip(honest, 0, None) / alone), 1.0)
     return [errors[r] if r in errors else
@@ -823,7 +843,7 @@ def fit_ppi_stacked(data: PPIData) -> PPIFit:
         (tuning,), failed_people = _people_pieces(batch, people.classical_theta[None])
         if failed or failed_people:
             raise (failed | failed_people)[0]
-        lams = _best_lambda(tuning)[0]
+        lams = _best_lambda(np.diagonal(tuning, axis1=2, axis2=3))[0]
         theta = people.classical_theta.copy()
         inside = np.unique(lams[lams > 0])
         if len(inside):

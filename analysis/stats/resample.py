@@ -26,6 +26,7 @@ __all__ = ["Kinds", "distinct_rows", "distinct_units", "kind_draws", "kind_table
 
 _DRAW_CELLS = 6_000_000  # a chunk of rounds holds at most this many drawn counts (about 50 MB)
 _POISSON_KINDS = 32  # from this many kinds on, rounds are drawn by Poisson splitting (faster, same distribution)
+_UNITS_PER_KIND = 4  # at most this many units a kind on average: rounds draw the units themselves (faster still)
 
 
 @dataclass(frozen=True)
@@ -166,23 +167,40 @@ def _poisson_multinomial(counts: np.ndarray, size: int, rng: np.random.Generator
     return out
 
 
+def _unit_draws(counts: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of Multinomial(n, counts / n) as the bootstrap defines them: ``n`` units
+    drawn uniformly with replacement, each counted to its kind (the units of kind ``k`` are
+    ``counts[k]`` consecutive numbers). A uniform integer costs a fraction of a Poisson
+    variate, so where kinds are nearly as many as units (prompts whose counts all differ)
+    this is the cheapest exact draw."""
+    counts = counts.astype(np.int64)
+    n, k = int(counts.sum()), len(counts)
+    unit = rng.integers(0, n, size=(size, n))
+    kind = unit if k == n else np.repeat(np.arange(k), counts)[unit]
+    kind += (np.arange(size) * k)[:, None]
+    return np.bincount(kind.ravel(), minlength=size * k).reshape(size, k)
+
+
 def kind_draws(counts: np.ndarray, n_boot: int, rng: np.random.Generator, columns: int = 0) -> Iterator[np.ndarray]:
     """Bootstrap rounds as counts per kind: ``n_boot`` draws of Multinomial(sum(counts),
     counts / sum(counts)), yielded in chunks of rounds sized so that a chunk's draws and the
     ``columns`` totals made of them stay near 50 MB. Under :data:`_POISSON_KINDS` kinds the
     chunks are the rows one ``rng.multinomial(..., size=n_boot)`` call would give, in order;
     with more, the same distribution drawn by Poisson splitting (:func:`_poisson_multinomial`),
-    which many kinds make cheaper than the multinomial's sequential binomials."""
+    which many kinds make cheaper than the multinomial's sequential binomials, or, with at
+    most :data:`_UNITS_PER_KIND` units a kind, by drawing the units (:func:`_unit_draws`)."""
     counts = np.asarray(counts, dtype=float)
     n = int(round(counts.sum()))
     shares = counts / counts.sum()
-    chunk = max(1, min(n_boot, _DRAW_CELLS // (len(counts) + columns)))
+    if len(counts) < _POISSON_KINDS or not np.array_equal(counts, np.round(counts)):
+        draw, held = (lambda size: rng.multinomial(n, shares, size=size)), 0
+    elif n <= _UNITS_PER_KIND * len(counts):
+        draw, held = (lambda size: _unit_draws(counts, size, rng)), n  # a round holds its n drawn units too
+    else:
+        draw, held = (lambda size: _poisson_multinomial(counts, size, rng)), 0
+    chunk = max(1, min(n_boot, _DRAW_CELLS // (len(counts) + columns + held)))
     for begin in range(0, n_boot, chunk):
-        size = min(chunk, n_boot - begin)
-        if len(counts) < _POISSON_KINDS or not np.array_equal(counts, np.round(counts)):
-            yield rng.multinomial(n, shares, size=size)
-        else:
-            yield _poisson_multinomial(counts, size, rng)
+        yield draw(min(chunk, n_boot - begin))
 
 
 def _long_form(table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
