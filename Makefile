@@ -45,15 +45,17 @@ demo: prepare
 # its one-core time, the fast tier three fifths. One worker a core, so torch in each worker (and in
 # the processes its tests start) takes one thread: a thread a core in every worker had the
 # workers' OpenMP threads waiting on each other (model tests: a sixth more CPU time).
-# Bytecode is written (an environment may say not to): each of the hundreds of interpreters the
-# suite starts would compile this project's modules again. Tests that share an expensive
-# module fixture carry one xdist_group, so one worker builds it (--dist loadgroup).
+# Bytecode is written (an environment may say not to): each interpreter the suite starts would
+# compile this project's modules again. `make test` gives each worker whole modules (--dist
+# loadscope): a module's fixtures (an app process, a simulation) are built once, not once on
+# each worker that draws one of its tests. They go in the order tests/conftest.py gives (modules
+# with a slow test first), not xdist's (the most tests first).
 TEST_ENV := OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=
 test: prepare browser postgres wheel-check
-	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist loadgroup
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder
 
 test-fast: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not slow"
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto -m "not slow"
 
 # vLLM's CPU build in a virtualenv of its own (it pins its own transformers and torch stack), and
 # the tests that run `--backend vllm` and a vLLM server against the transformers backend, and the

@@ -64,6 +64,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(tier)
         if tiers and item.get_closest_marker("slow") is None:
             item.add_marker("slow")
+    # Modules with a slow test run first, each module whole: `make test` hands each worker
+    # whole modules (--dist loadscope, so a module's fixtures are built once), and the many
+    # quick modules left for the end keep both workers busy until the last one finishes.
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
 
 
 @pytest.fixture(autouse=True)

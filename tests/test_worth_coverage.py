@@ -46,9 +46,7 @@ from analysis.judging.worth import (DESIGN_SHARE, _bootstrapped, _design_rows, _
                                     worth_interval)
 from analysis.ratings.ppi import PPIData, fit_ppi_per_model_rounds
 
-# One worker runs the module: its runs fixture (the whole simulation) is built once, not once
-# per worker that draws one of its tests.
-pytestmark = [pytest.mark.simulation, pytest.mark.xdist_group("worth_coverage")]
+pytestmark = pytest.mark.simulation
 
 ROUNDS = 100
 RUNS = 200
