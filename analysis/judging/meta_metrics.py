@@ -223,9 +223,10 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     round has no MLE; its percentile rank is what counts). Where the data themselves have no MLE
     (a model that only won or only lost in every round), the ratings are the early estimate
     (:func:`analysis.ratings.votes.rate_battles`), and the rounds are fitted under its prior
-    :data:`analysis.ratings.bt.PRIOR_L2` too, so they scatter around the point they bound. Every round starts from the fit to
-    the rounds' mean table and takes chord steps from it (a round's information differs from
-    the mean's by the resampling noise); a round they do not settle is fitted by Newton's method.
+    :data:`analysis.ratings.bt.PRIOR_L2` too, so they scatter around the point they bound.
+    Every round starts from the fit to the rounds' mean table and takes chord steps from it (a
+    round's information differs from the mean's by the resampling noise); a round they do not
+    settle is fitted by Newton's method.
     """
     from analysis.ratings.bootstrap import refit_rounds
     from analysis.ratings.bt import PRIOR_L2, fit_counts, mle_exists
