@@ -103,6 +103,24 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     if model.generation_config is not None:
         model.generation_config.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+    _complete_tokenizer_config(out_dir, tokenizer)
+
+
+def _complete_tokenizer_config(out_dir: Path, tokenizer) -> None:
+    """Name the tokenizer's added tokens and the class that reads ``tokenizer.json`` as it is.
+
+    transformers' save_pretrained leaves both out of ``tokenizer_config.json``; every load then
+    parsed the whole ``tokenizer.json`` in Python once for its added tokens and, for a model
+    class of its own (Gemma's), once more to rebuild it, before the Rust parser read it again:
+    a third of an arena process's start. Written here, the file is read once, by the Rust parser,
+    and the tokens come out the same (tests/test_prepared_tokenizer.py).
+    """
+    path = out_dir / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config["tokenizer_class"] = "TokenizersBackend"
+    config["added_tokens_decoder"] = {
+        str(index): token.__getstate__() for index, token in sorted(tokenizer.added_tokens_decoder.items())}
+    path.write_text(json.dumps(config, indent=2, ensure_ascii=False))
 
 
 def prepared_dir(source: str) -> tuple[Path, str | None]:
@@ -124,8 +142,9 @@ def prepared_dir(source: str) -> tuple[Path, str | None]:
     else:
         raise BackendError(f"the transformers backend cannot load {source!r}")
     sha = file_sha256(gguf)
-    # "-2": the layout with the tied embeddings under their input name (entries before it lack them).
-    target = cache_root() / "models" / f"{sha[:24]}-2"
+    # "-3": the tied embeddings under their input name, and a tokenizer config that names the
+    # class and the added tokens (:func:`_complete_tokenizer_config`); older entries lack them.
+    target = cache_root() / "models" / f"{sha[:24]}-3"
     if not (target / "model.safetensors").exists():
         # Convert into a private folder and rename it into place, so concurrent loaders
         # never see a half-written cache entry.
