@@ -26,9 +26,17 @@ for name in pairlab/data/models.toml pairlab/data/arena.toml pairlab/data/prompt
 done
 
 echo "wheel-check: installing it with its base dependencies into a new virtualenv"
-"$python" -m venv "$work/venv"
-# --no-compile: bytecode for the modules the check imports is written as they are imported
-quiet "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile "$wheel"
+# --no-compile: bytecode for the modules the check imports is written as they are imported.
+# uv where the project's venv has it (the Makefile installs it): it resolves the same base
+# dependencies from the same indexes as pip, in a sixth of pip's time.
+uv="$(dirname "$python")/uv"
+if [ -x "$uv" ]; then
+    "$python" -m venv --without-pip "$work/venv"
+    "$uv" pip install -q --python "$work/venv/bin/python" --no-compile "$wheel"
+else
+    "$python" -m venv "$work/venv"
+    quiet "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile "$wheel"
+fi
 bin="$work/venv/bin"
 
 mkdir "$work/empty" && cd "$work/empty"
