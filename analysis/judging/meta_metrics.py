@@ -222,14 +222,14 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     pair. A small ridge (1e-6) keeps a round whose data leave a model unbeaten finite (such a
     round has no MLE; its percentile rank is what counts). Where the data themselves have no MLE
     (a model that only won or only lost in every round), the ratings are the early estimate
-    (:func:`analysis.ratings.votes.rate_battles`), and the rounds are fitted under its prior
-    :data:`analysis.ratings.bt.PRIOR_L2` too, so they scatter around the point they bound.
+    (:func:`analysis.ratings.votes.rate_battles`), and the rounds are fitted under the same prior
+    (:func:`analysis.ratings.bt.early_l2`), so they scatter around the point they bound.
     Every round starts from the fit to the rounds' mean table and takes chord steps from it (a
     round's information differs from the mean's by the resampling noise); a round they do not
     settle is fitted by Newton's method.
     """
     from analysis.ratings.bootstrap import refit_rounds
-    from analysis.ratings.bt import PRIOR_L2, fit_counts, mle_exists
+    from analysis.ratings.bt import early_l2, fit_counts
     from analysis.ratings.counts import PairCounts
 
     if not len(totals):
@@ -238,7 +238,8 @@ def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.nd
     no_ties = np.zeros_like(wins_i)
     mean = PairCounts(pd.RangeIndex(n), i, j, wins_i.mean(axis=0), wins_j.mean(axis=0), no_ties[0],
                       n_battles=np.zeros(n, dtype=np.int64))
-    fit = fit_counts(mean, l2=_RIDGE if mle_exists(mean) else PRIOR_L2, tol=_BT_TOL)
+    prior = early_l2(mean)
+    fit = fit_counts(mean, l2=_RIDGE if prior is None else prior, tol=_BT_TOL)
     theta, _ = refit_rounds(fit, wins_i, wins_j, no_ties, tol=_BT_TOL)
     return theta
 

@@ -27,7 +27,7 @@ from .likelihoods import LIKELIHOODS, PairLikelihood, meat
 from .table import z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["BTResult", "CENTRE", "DENSE_MODELS", "ELO_SCALE", "bradley_terry", "fit_counts", "newton", "newton_rounds", "to_elo_matrix"]
+__all__ = ["BTResult", "CENTRE", "DENSE_MODELS", "ELO_SCALE", "bradley_terry", "early_l2", "fit_counts", "newton", "newton_rounds", "to_elo_matrix"]
 
 ELO_SCALE = 400.0 / math.log(10.0)
 CENTRE = 1000.0
@@ -198,6 +198,14 @@ def mle_exists(counts: PairCounts) -> bool:
     source = np.r_[counts.i[forward], counts.j[backward]]
     target = np.r_[counts.j[forward], counts.i[backward]]
     return _graph_components(counts.n_models, source, target, strong=True)[0] == 1
+
+
+def early_l2(counts: PairCounts) -> float | None:
+    """The early estimate's ridge where these battles have no maximum-likelihood rating
+    (:func:`mle_exists`): :data:`PRIOR_L2`, a N(0, 1/PRIOR_L2) prior on each log-strength. None
+    where the MLE exists. Every fit that falls back to the early estimate asks here: the
+    ratings (:func:`analysis.ratings.votes.rate_battles`) and the rounds that bound them."""
+    return None if mle_exists(counts) else PRIOR_L2
 
 
 def _diverged(x: np.ndarray, counts: PairCounts) -> FitError:

@@ -269,11 +269,12 @@ def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = N
         return Ratings(win_rates(frame, options.get("baseline"), level=level), raters, frame)
     notes: list[str] = []
     clustering = cluster_groups(frame, cluster)  # once: the fit, the fallback and the caller share it
-    early = method in _BT and options.get("l2") is None and not _mle_exists(frame)
+    prior = _early_l2(frame) if method in _BT and options.get("l2") is None else None
+    early = prior is not None
     if early:
         from .bt import PRIOR_L2, PRIOR_SD_ELO
 
-        options = {**options, "l2": PRIOR_L2}
+        options = {**options, "l2": prior}
         notes.append(f"early estimate: no maximum-likelihood rating exists for these battles (a model has only wins "
                      f"or only losses, Ford 1957), so the ratings are regularised towards 1000 by a Gaussian prior "
                      f"(--l2 {PRIOR_L2:g}: SD {PRIOR_SD_ELO:.0f} Elo points on each model's strength); another --l2 "
@@ -293,9 +294,9 @@ def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = N
                    clustering=clustering)
 
 
-def _mle_exists(frame: pd.DataFrame) -> bool:
-    from .bt import mle_exists
+def _early_l2(frame: pd.DataFrame) -> float | None:
+    from .bt import early_l2
     from .counts import aggregate
 
-    return mle_exists(aggregate(frame["model_a"], frame["model_b"], frame["winner"]))
+    return early_l2(aggregate(frame["model_a"], frame["model_b"], frame["winner"]))
 
