@@ -54,7 +54,7 @@ class JudgeWorth:
     effective_votes: float
     effective_ci: tuple[float, float] | None
     ratio: float  # effective / actual human votes: what one vote is worth with the judge (the
-    # interval of the effective votes is this ratio's pair-bootstrap log-normal interval times n_human)
+    # interval of the effective votes is this ratio's pair-bootstrap interval times n_human)
     ratio_ci: tuple[float, float] | None
     curve: tuple[WidthPoint, ...]
     ratings: pd.DataFrame  # model, people, people_lower, people_upper, judge, ..., ppi, ppi_lower, ppi_upper, rank_set
@@ -244,7 +244,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     n_votes = float(np.mean([f.n_human for f in point]))
     ratio = float(np.mean([f.ratio for f in point]))
     ratios = [f.ratio for f in resampled if not isinstance(f, Exception)]
-    ratio_ci = worth_interval(ratios, ratio, rounds, level)
+    ratio_ci = worth_interval(ratios, rounds, level)
     no_interval, failed = None, 1 - len(ratios) / rounds
     if ratio_ci is None:
         per_model_votes = 2 * n_votes / data.n_models  # a vote counts for both its models
@@ -279,15 +279,19 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     )
 
 
-def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float = 0.95) -> tuple[float, float] | None:
-    """The interval of a judge's worth ``ratio`` from the ratios of its bootstrap rounds that
-    were fitted (:func:`analysis.stats.log_normal_interval`). A round that was not is one
-    whose people's votes alone cannot rate the models (comparisons disconnected, a model with
-    only wins or only losses): people's alone know nothing there, so its ratio is infinite and
-    it counts at the top of the order; leaving it out read the quartiles low (a 12-model design
-    with 16 votes a model lost 30% of its rounds). None where more than about a quarter of the
-    ``rounds`` were not fitted: the upper quartile is then infinite (too few votes per model)."""
-    return log_normal_interval(ratios, ratio, level, n_infinite=rounds - len(ratios))
+def worth_interval(ratios: list[float], rounds: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The interval of a judge's worth from the ratios of its bootstrap rounds that were
+    fitted: their percentile interval read through a log-normal fit
+    (:func:`analysis.stats.log_normal_interval`), centred on the rounds' median rather than on
+    the worth itself (by pair the worth lies below its rounds and, in sparse designs, below its
+    true value: tests/test_worth_coverage.py has the figures, and where it falls short). A
+    round that was not fitted is one whose people's votes alone cannot rate the models
+    (comparisons disconnected, a model with only wins or only losses): people's alone know
+    nothing there, so its ratio is infinite and it counts at the top of the order; leaving it
+    out read the quartiles low (a 12-model design with 16 votes a model lost 30% of its
+    rounds). None where more than about a quarter of the ``rounds`` were not fitted: the upper
+    quartile is then infinite (too few votes per model)."""
+    return log_normal_interval(ratios, level, n_infinite=rounds - len(ratios))
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],
