@@ -615,7 +615,12 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = (),
         parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
                  (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
                  (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
-        crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
+        split = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in splits]
+        if len(splits) > 1 and np.array_equal(np.sum(splits, axis=0), weights):
+            # Halves of the clusters: each sum is linear in the weights, so the whole is theirs added.
+            crosses = [[sum(cross) for cross in zip(*split)], *split]
+        else:
+            crosses = [[_cross(data, weights, *part[:2], *part[2:], sc.means) for part in parts], *split]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
         human, judge = rounds.prompt_sums(p)
         # Per round, each prompt's weight in the whole and in each split: 1/k for a prompt drawn k times.
