@@ -40,7 +40,7 @@ The interval is the plain percentile interval of the bootstrap rounds
 cross-fit's halves of the design's clusters first, then each half resampled apart
 (:func:`analysis.judging.worth._bootstrapped_halves`). Resampled whole and split after, a pair
 drawn twice could land in both halves, its lambda tuned on the pair it is read on, and the
-rounds read 1-5% above the point (on the log scale); drawn half by half they read 1-4% below it
+rounds read 1-5% above the point (on the log scale); drawn half by half they read 0.5-4% below it
 (:func:`test_the_bootstrap_rounds_read_no_higher_than_the_worth`). Coverage in these runs, true
 ratio in brackets, the split after with the interval centred on the point (as it stood) ->
 the split after centred on the rounds' median (a log-normal read of their quartiles) -> drawn
@@ -185,8 +185,9 @@ def replicates(data: PPIData, weights: np.ndarray, n_point: int, times: np.ndarr
     out = []
     for r in range(len(weights) // per_run):
         point, rounds = fits[r * per_run:r * per_run + n_point], fits[r * per_run + n_point:(r + 1) * per_run]
+        fitted_rounds = [f.ratio for f in rounds if not isinstance(f, Exception)]
         out.append(None if any(isinstance(f, Exception) for f in point) else
-                   (float(np.mean([f.ratio for f in point])), [f.ratio for f in rounds if not isinstance(f, Exception)]))
+                   (float(np.mean([f.ratio for f in point])), fitted_rounds))
     return out
 
 
@@ -282,7 +283,8 @@ def test_a_useless_judge_is_rarely_recommended(runs):
 @pytest.mark.parametrize("scenario", [scenario for scenario in DESIGNS if scenario != "prompt-clustered"])
 def test_the_bootstrap_rounds_read_no_higher_than_the_worth(simulated, scenario):
     """By pair, each half of the cross-fit resampled apart: the rounds' median sits at or below
-    the run's worth on the log scale (a pair's copies in both halves put it 2-5% above)."""
+    the run's worth on the log scale, over the runs' median (a pair's copies in both halves put
+    it 0.8-5% above in these designs)."""
     _, found = simulated[scenario]
     lead = [np.median(np.log(np.r_[ratios, [np.inf] * (ROUNDS - len(ratios))])) - np.log(point)
             for point, ratios in (run for run in found if run is not None)]
