@@ -20,10 +20,10 @@ import pandas as pd
 
 from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
-from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, elo_table, fit_ppi_per_model_rounds, fit_ppi_stacked,
-                                  ppi_data, sample_warnings)
+from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, cross_fit_half, elo_table, fit_ppi_per_model_rounds,
+                                  fit_ppi_stacked, ppi_data, sample_warnings)
 from analysis.ratings.table import z_two_sided
-from analysis.stats import log_normal_interval
+from analysis.stats import ratio_percentile_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth", "worth_interval"]
 
@@ -54,7 +54,7 @@ class JudgeWorth:
     effective_votes: float
     effective_ci: tuple[float, float] | None
     ratio: float  # effective / actual human votes: what one vote is worth with the judge (the
-    # interval of the effective votes is this ratio's pair-bootstrap log-normal interval times n_human)
+    # interval of the effective votes is this ratio's pair-bootstrap interval times n_human)
     ratio_ci: tuple[float, float] | None
     curve: tuple[WidthPoint, ...]
     ratings: pd.DataFrame  # model, people, people_lower, people_upper, judge, ..., ppi, ppi_lower, ppi_upper, rank_set
@@ -126,6 +126,18 @@ def _bootstrapped(weight: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     kept = weight > 0
     out[kept] = rng.poisson(weight[kept])
     return out
+
+
+def _bootstrapped_halves(rows: PPIData, design: np.ndarray, rng: np.random.Generator, seed: int
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """A bootstrap round of ``design`` (weights on ``rows``) that keeps the worth's cross-fit
+    honest: the design's clusters split in the cross-fit's halves first
+    (:func:`analysis.ratings.ppi.cross_fit_half`), then each half resampled apart
+    (:func:`_bootstrapped`), so that a cluster drawn twice has both copies in one half. The
+    round's weights and its first half."""
+    first = cross_fit_half(rows, design, seed)
+    resampled = _bootstrapped(first, rng)
+    return resampled + _bootstrapped(design - first, rng), resampled
 
 
 def _width(sd: np.ndarray, level: float) -> float:
@@ -209,21 +221,25 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     # the curve's subsamples.
     n_point = _DRAWS if subsampled else 1
     n_fits = n_point + rounds + len(_CURVE_SHARES)
+    rows = _design_rows(data)
     weights = np.empty((n_fits, 2 * len(data.pair)))  # filled in place, not copied from a list of the draws
     for k in range(n_point):
         weights[k] = draw_design()
-    if data.group is None:
-        prompt_draws = None
+    if data.group is None:  # each round drawn half by half, its first halves kept for the cross-fit
+        prompt_draws, halves = None, np.empty_like(weights)
         for k in range(n_point, n_point + rounds):
-            weights[k] = _bootstrapped(draw_design(), rng)
+            weights[k], halves[k] = _bootstrapped_halves(rows, draw_design(), rng, seed)
     else:  # whole prompts drawn: a prompt drawn k times multiplies its pairs' weights by k
-        prompt_draws = rng.poisson(1.0, size=(rounds, int(data.group.max()) + 1)).astype(float)
+        # (a prompt's copies stay in its half of the cross-fit: the halves split whole prompts)
+        prompt_draws, halves = rng.poisson(1.0, size=(rounds, int(data.group.max()) + 1)).astype(float), None
         rows_group = np.r_[data.group, data.group]  # the rows of _design_rows
         for k, drawn in enumerate(prompt_draws, start=n_point):
             weights[k] = draw_design() * drawn[rows_group]
     for k, drawn in enumerate(_curve_designs(data, rng), start=n_point + rounds):
         weights[k] = drawn
-    rows = _design_rows(data)
+    if halves is not None:  # the designs' own halves
+        unresampled = np.r_[np.arange(n_point), np.arange(n_point + rounds, n_fits)]
+        halves[unresampled] = cross_fit_half(rows, weights[unresampled], seed)
     # The ratings table as collected: every model at its own lambda, one sandwich over the stacked
     # equations for its gaps and rank sets.
     fit = fit_ppi_stacked(replace(rows, weight=collected))
@@ -235,8 +251,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     if prompt_draws is not None:  # the other fits take every prompt once
         draws = np.ones((n_fits, prompt_draws.shape[1]))
         draws[n_point:n_point + rounds] = prompt_draws
-    fits = fit_ppi_per_model_rounds(rows, weights, draws=draws,
-                                    seed=seed, ratings=False)
+    fits = fit_ppi_per_model_rounds(rows, weights, draws=draws, seed=seed, ratings=False, halves=halves)
     point, resampled, curve_fits = fits[:n_point], fits[n_point:n_point + rounds], fits[n_point + rounds:]
     for f in point:
         if isinstance(f, Exception):  # a design's fit: the judge gets none
@@ -244,7 +259,7 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     n_votes = float(np.mean([f.n_human for f in point]))
     ratio = float(np.mean([f.ratio for f in point]))
     ratios = [f.ratio for f in resampled if not isinstance(f, Exception)]
-    ratio_ci = worth_interval(ratios, ratio, rounds, level)
+    ratio_ci = worth_interval(ratios, rounds, level)
     no_interval, failed = None, 1 - len(ratios) / rounds
     if ratio_ci is None:
         per_model_votes = 2 * n_votes / data.n_models  # a vote counts for both its models
@@ -279,15 +294,19 @@ def judge_worth(human: pd.DataFrame, judge: pd.DataFrame, name: str, *, judge_al
     )
 
 
-def worth_interval(ratios: list[float], ratio: float, rounds: int, level: float = 0.95) -> tuple[float, float] | None:
-    """The interval of a judge's worth ``ratio`` from the ratios of its bootstrap rounds that
-    were fitted (:func:`analysis.stats.log_normal_interval`). A round that was not is one
-    whose people's votes alone cannot rate the models (comparisons disconnected, a model with
-    only wins or only losses): people's alone know nothing there, so its ratio is infinite and
-    it counts at the top of the order; leaving it out read the quartiles low (a 12-model design
-    with 16 votes a model lost 30% of its rounds). None where more than about a quarter of the
-    ``rounds`` were not fitted: the upper quartile is then infinite (too few votes per model)."""
-    return log_normal_interval(ratios, ratio, level, n_infinite=rounds - len(ratios))
+def worth_interval(ratios: list[float], rounds: int, level: float = 0.95) -> tuple[float, float] | None:
+    """The interval of a judge's worth: the percentile interval of the ratios of its bootstrap
+    rounds that were fitted (Efron & Tibshirani 1993, sec. 13.3;
+    :func:`analysis.stats.ratio_percentile_interval`), each round drawn half by half for the
+    worth's cross-fit (:func:`_bootstrapped_halves`; tests/test_worth_coverage.py has its
+    coverage, and where it falls short). A round that was not fitted is one whose people's
+    votes alone cannot rate the models (comparisons disconnected, a model with only wins or
+    only losses): people's alone know nothing there, so its ratio is infinite and it counts at
+    the top of the order (the upper end is infinite once they pass 2.5% of the rounds); leaving
+    it out read the interval low (a 12-model design with 16 votes a model lost 30% of its
+    rounds). None where more than about a quarter of the ``rounds`` were not fitted (too few
+    votes per model)."""
+    return ratio_percentile_interval(ratios, level, n_infinite=rounds - len(ratios))
 
 
 def worth_of_judges(human: pd.DataFrame | None, judges: dict[str, tuple[pd.DataFrame, pd.DataFrame | None]],

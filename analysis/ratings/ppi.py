@@ -47,7 +47,7 @@ from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a
 from .table import RatingTable, make_table, z_two_sided
 from .threads import one_blas_thread
 
-__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "fit_ppi_stacked", "stacked_covariance", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
+__all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "cross_fit_half", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "fit_ppi_stacked", "stacked_covariance", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
 
 
 @dataclass(frozen=True)
@@ -615,7 +615,12 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = (),
         parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
                  (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
                  (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
-        crosses = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in (weights, *splits)]
+        split = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in splits]
+        if len(splits) > 1 and np.array_equal(np.sum(splits, axis=0), weights):
+            # Halves of the clusters: each sum is linear in the weights, so the whole is theirs added.
+            crosses = [[sum(cross) for cross in zip(*split)], *split]
+        else:
+            crosses = [[_cross(data, weights, *part[:2], *part[2:], sc.means) for part in parts], *split]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
         human, judge = rounds.prompt_sums(p)
         # Per round, each prompt's weight in the whole and in each split: 1/k for a prompt drawn k times.
@@ -670,17 +675,26 @@ def stacked_covariance(pieces: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return a + b * lam[None, :] + (b * lam[None, :]).T + lam[:, None] * q * lam[None, :]
 
 
-def _folds(data: PPIData, weights: np.ndarray, seed: int) -> np.ndarray:
-    """Each round's weights split in two halves of its clusters, drawn at random (seeded: the same
-    halves for every round and every call): by prompt, every prompt in one half; else each row's clusters split in
-    halves. ``(2, rounds, rows)``."""
+def cross_fit_half(data: PPIData, weights: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The first of the two halves the worth's cross-fit splits each round's clusters into,
+    drawn at random (seeded: the same halves for every round and every call), as weights
+    ``(rounds, rows)``; the second half is the rest. By prompt, every prompt in one half; else
+    each row's clusters split in halves, the odd one by a coin per row. A bootstrap draws the
+    halves of the design's clusters first and resamples each half apart
+    (:func:`fit_ppi_per_model_rounds`' ``halves``), so that no resampled cluster has copies in
+    both halves."""
     rng = np.random.default_rng(seed)
     if data.group is not None:
         half = rng.random(int(data.group.max(initial=-1)) + 1) < 0.5
-        first = weights * half[data.group]
-    else:  # a row standing for w clusters: half of them each side, the odd one by a coin per row
-        whole = np.round(weights)
-        first = whole // 2 + (whole % 2) * (rng.random(weights.shape[-1]) < 0.5)
+        return weights * half[data.group]
+    whole = np.round(weights)
+    return whole // 2 + (whole % 2) * (rng.random(weights.shape[-1]) < 0.5)
+
+
+def _folds(data: PPIData, weights: np.ndarray, seed: int, halves: np.ndarray | None = None) -> np.ndarray:
+    """Each round's weights in its two halves, ``halves`` the first where given, else
+    :func:`cross_fit_half`'s: ``(2, rounds, rows)``."""
+    first = cross_fit_half(data, weights, seed) if halves is None else halves
     return np.stack([first, weights - first])
 
 
@@ -762,7 +776,8 @@ _CHUNK_CELLS = 500_000
 
 
 def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarray | None = None,
-                             seed: int = 0, ratings: bool = True) -> list[PerModelPPI | Exception]:
+                             seed: int = 0, ratings: bool = True, halves: np.ndarray | None = None
+                             ) -> list[PerModelPPI | Exception]:
     """Each model's width with the judge at its own ``lambda`` (PPI++ per coordinate), for each
     row of ``weights`` ``(rounds, rows)`` (a judge's designs and their bootstrap rounds) at once.
 
@@ -777,8 +792,16 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
     the clusters; every ``lambda`` is tuned at people's own fit (:func:`_people_pieces`). A
     round whose fit fails holds the error in its place (:func:`fit_ppi_rounds`).
     ``draws`` as :func:`fit_ppi_rounds`'s. ``ratings`` False: widths only (``theta`` NaN), no fit
-    per model's ``lambda``."""
+    per model's ``lambda``.
+
+    ``halves``: each round's first half ``(rounds, rows)``, for bootstrap rounds that drew the
+    halves of their design's clusters first and resampled each half apart (the rest of the
+    round's weights is the second half); None: each round's weights split by
+    :func:`cross_fit_half`. A round resampled whole and split after puts the copies of a cluster
+    drawn twice in both halves, so its ``lambda`` is tuned on clusters its variance is read on.
+    By prompt the split keeps a prompt's copies in one half either way."""
     w = np.asarray(weights, dtype=float)
+    first_halves = None if halves is None else np.asarray(halves, dtype=float)
     rounds, m = len(w), data.n_models
     batch = _Rounds(data, w, draws)
     n, people, errors = batch.n, [], {}
@@ -798,7 +821,7 @@ def fit_ppi_per_model_rounds(data: PPIData, weights: np.ndarray, draws: np.ndarr
             chunk, at, theta_1, p_1 = chunk.take(ok), at[ok], theta_1[keep], p_1[keep]
             if not len(at):
                 continue
-            folds = tuple(_folds(data, chunk.weights, seed))
+            folds = tuple(_folds(data, chunk.weights, seed, None if first_halves is None else first_halves[at]))
             theta_0 = np.array([people[r].classical_theta for r in at])  # its prompt sums are made: first
             (tuning, *tuned_on), failed_people = _people_pieces(chunk, theta_0, folds, diagonal=True)
             (whole, *diag), failed = _pieces(chunk, p_1, folds, diagonal=True)

@@ -18,7 +18,7 @@ worth, self-preference, agreement, the leaderboard meta-metrics) takes from here
   Papke & Wooldridge 1996), with statsmodels' small-sample factor G/(G-1) (N-1)/(N-K) when
   asked for (``Logit(...).fit(cov_type="cluster")``, the slow twin of the tests).
 * **the interval** (:mod:`analysis.stats.intervals`, :mod:`analysis.stats.bootstrap`): percentiles of bootstrap replicates
-  (:func:`log_normal_interval` for a positive ratio whose replicates are shifted and skewed);
+  (:func:`ratio_percentile_interval` for a positive ratio some of whose replicates are infinite);
   :func:`cluster_bootstrap` resamples whole clusters, :func:`clustered_rate_ci` is a rate's
   interval (Wilson's when every cluster holds one trial).
 * **the draws** (:mod:`analysis.stats.resample`): bootstrap rounds drawn as counts over
@@ -28,7 +28,7 @@ worth, self-preference, agreement, the leaderboard meta-metrics) takes from here
 from analysis.stats.clusters import CLUSTERS, Clustering, cluster_codes, cluster_groups, item_clusters, per_cluster, prompt_key, row_clusters
 from analysis.stats.sandwich import sandwich
 from analysis.stats.logit import FitError, LogitFit, contrast, fit_logit, strength_columns
-from analysis.stats.intervals import Z95, log_normal_interval, percentile_interval, wilson_interval
+from analysis.stats.intervals import Z95, percentile_interval, ratio_percentile_interval, wilson_interval
 from analysis.stats.bootstrap import MIN_CLUSTERS, cluster_bootstrap, cluster_bootstrap_many, clustered_rate_ci
 
-__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "item_clusters", "log_normal_interval", "per_cluster", "percentile_interval", "prompt_key", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
+__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "item_clusters", "per_cluster", "percentile_interval", "prompt_key", "ratio_percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]

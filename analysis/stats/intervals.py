@@ -1,5 +1,5 @@
-"""Interval helpers: percentile bootstrap intervals, a log-normal interval for a positive
-ratio, Wilson's interval for a proportion.
+"""Interval helpers: percentile bootstrap intervals (one for a positive ratio whose replicates
+may be infinite), Wilson's interval for a proportion.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-__all__ = ["Z95", "log_normal_interval", "percentile_interval", "wilson_interval"]
+__all__ = ["Z95", "percentile_interval", "ratio_percentile_interval", "wilson_interval"]
 
 
 Z95 = 1.959963984540054
@@ -23,36 +23,39 @@ def percentile_interval(samples, level: float = 0.95, axis: int = 0, *, nan: boo
     return lo, hi
 
 
-def log_normal_interval(samples, estimate: float, level: float = 0.95, n_infinite: int = 0
-                        ) -> tuple[float, float] | None:
-    """``estimate * exp(-+ z * s)``: a normal interval on the log scale (the delta method for a
-    positive ratio) whose standard error ``s`` is the bootstrap replicates' spread of
-    ``log(samples)``, read robustly as their interquartile range over 1.349 (the normal's;
-    Efron & Tibshirani 1993, sec. 6 and 13.3). A judge's worth is such a ratio: its replicates
-    sit above its estimate (each refits the judge's weight on a resample and overfits it a
-    little more) and in sparse designs a few replicates, near-separated for people alone, run
-    far out; the percentile interval followed the first (in tests/test_worth_coverage.py's sparse
-    design it lay above the true ratio in 7.5% of runs), the bias-corrected one over-corrected
-    it (below in 10%) and a plain standard deviation follows the second. ``n_infinite`` more
-    replicates are infinite (a resample whose denominator does not exist): they take the top of
-    the order instead of being left out, which would read the quartiles low. None without two
-    positive finite replicates, without a positive estimate, or when the upper quartile is
-    infinite (about a quarter of the replicates or more)."""
-    from scipy.stats import norm
+def ratio_percentile_interval(samples, level: float = 0.95, n_infinite: int = 0) -> tuple[float, float] | None:
+    """The percentile bootstrap interval (Efron & Tibshirani 1993, sec. 13.3) of a positive ratio
+    from its bootstrap replicates ``samples``, ``n_infinite`` more of them infinite (a resample
+    whose denominator does not exist): those take the top of the order rather than being left
+    out, which would read the interval low, and put its upper end at infinity once they pass
+    its tail (the ratio then has no upper bound the data can set). Quantiles as
+    :func:`percentile_interval`'s (linear between order statistics). None without two positive
+    finite replicates, or when the upper quartile is infinite (about a quarter of the
+    replicates or more): the ratio is then not estimable often enough to price.
 
+    A judge's worth (:func:`analysis.judging.worth.worth_interval`) reads it: with the bootstrap
+    drawn half by half for the worth's cross-fit, this interval covered the true worth in 92.5%
+    to 100% of the runs of tests/test_worth_coverage.py's pair-clustered designs and 88-96% by
+    prompt (92.5% on average), missing above the truth in at most 0.5% of runs; the same rounds
+    read through a normal fitted to the quartiles of their logs, centred on their median,
+    covered 84.5-100% and 83.5-92%."""
     samples = np.asarray(samples, dtype=float)
     samples = samples[np.isfinite(samples) & (samples > 0)]
-    if len(samples) < 2 or not estimate > 0:
+    if len(samples) < 2:
         return None
-    logs = np.r_[np.sort(np.log(samples)), np.full(n_infinite, np.inf)]
-    position = (len(logs) - 1) * np.array([0.25, 0.75])  # np.percentile's (linear) positions
+    ordered = np.r_[np.sort(samples), np.full(n_infinite, np.inf)]
+    alpha = (1 - level) / 2
+    position = (len(ordered) - 1) * np.array([alpha, 0.75, 1 - alpha])  # np.percentile's (linear) positions
     below, share = np.floor(position).astype(int), position % 1
-    above = np.minimum(below + 1, len(logs) - 1)
-    if not np.isfinite(logs[above[1]] if share[1] > 0 else logs[below[1]]):
+    above = np.minimum(below + 1, len(ordered) - 1)
+    # Linear between two order statistics, infinite where the one above is (inf - x is inf, not nan).
+    with np.errstate(invalid="ignore"):
+        values = np.where(share > 0, ordered[below] + share * (ordered[above] - ordered[below]), ordered[below])
+    values = np.where(np.isinf(ordered[above]) & (share > 0), np.inf, values)
+    lower, quartile, upper = values
+    if not np.isfinite(quartile):
         return None
-    q1, q3 = logs[below] + share * (logs[above] - logs[below])
-    half = norm.ppf(0.5 + level / 2) * (q3 - q1) / (2 * norm.ppf(0.75))
-    return float(estimate * np.exp(-half)), float(estimate * np.exp(half))
+    return float(lower), float(upper)
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
