@@ -125,3 +125,23 @@ def test_the_agreement_line_leads_with_ties_counted_and_gives_kappa():
     assert "76%" not in head
     assert "on the 35% of vote pairs where neither side tied, on 76%" in text
     assert data["cohen_kappa"] == 0.12 and data["cohen_kappa_ci"] == bard.agreement.cohen_kappa_ci
+
+
+def test_a_worth_with_no_upper_end_says_at_least_and_renders_in_every_format(tmp_path):
+    """A sparse design: people's votes alone could not rate the models in a few resamples, so the
+    worth's interval has no upper end (report.json: null). The sentence says "at least", the tables
+    "[lo, ∞)", and nothing prints "inf" or fails to render."""
+    from analysis.report.formatting import fmt_ci, num
+    from analysis.report.render import _ci_filter, _times
+    from analysis.report.summary import _worth_line
+
+    w = _worth(1.2, (0.87, float("inf")), {"a": 0.9, "b": 0.95})
+    text = _action("judge", w, None)
+    assert "at least 0.87x" in text and "inf" not in text
+    assert advice(w) == "worth uncertain: use beside people's votes, plan as if it saved none"
+    line = _worth_line(w)
+    assert "[0.87, ∞)" in line and "[522, ∞)" in line and "inf" not in line
+    stored = num(w.ratio_ci)  # as report.json holds it
+    assert stored == [0.87, None]
+    assert _ci_filter(stored, 2) == "[0.87, ∞)" == fmt_ci(w.ratio_ci, 2)
+    assert _times(1.2, stored) == "1.20x [0.87, ∞)"

@@ -35,7 +35,14 @@ def fmt(x, digits: int = 3) -> str:
 
 
 def fmt_ci(ci, digits: int = 3) -> str:
-    return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    """"[lo, hi]"; "[lo, ∞)" for an interval with no upper end (a judge's worth whose resamples
+    people's votes alone could not rate: report.json writes that end as null)."""
+    if ci is None:
+        return "-"
+    lo, hi = ci
+    if hi is None or not math.isfinite(float(hi)):
+        return f"[{lo:.{digits}f}, ∞)"
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def pct(x: float) -> str:

@@ -111,8 +111,8 @@ def _fmt_filter(x, digits: int = 3) -> str:
 
 
 def _ci_filter(ci, digits: int = 3) -> str:
-    """``{{ ci | ci }}``: "[lo, hi]", "-" where there is none."""
-    return "-" if _missing(ci) or any(_missing(v) for v in ci) else _fmt_ci(ci, digits)
+    """``{{ ci | ci }}``: "[lo, hi]" ("[lo, ∞)" with no upper end), "-" where there is none."""
+    return "-" if _missing(ci) or _missing(ci[0]) else _fmt_ci(ci, digits)
 
 
 def _pct_filter(x, ci=None) -> str:
@@ -130,7 +130,7 @@ def _times(x, ci=None) -> str:
     """``{{ ratio | times(ci) }}``: "1.36x [1.10, 1.69]"."""
     if _missing(x):
         return "-"
-    return f"{x:.2f}x" + ("" if _missing(ci) else f" {_fmt_ci(ci, 2)}")
+    return f"{x:.2f}x" + ("" if _missing(ci) or _missing(ci[0]) else f" {_fmt_ci(ci, 2)}")
 
 
 def _bias_cell(block: dict) -> str:

@@ -17,7 +17,7 @@ from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.report.formatting import no_order_note, pct as _pct, pct_ci as _pct_ci
+from analysis.report.formatting import fmt_ci, no_order_note, pct as _pct, pct_ci as _pct_ci
 
 __all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "advice", "bias_scale", "even_choice", "follows_position",
            "strongest_bias", "summary_blocks", "summary_json"]
@@ -237,14 +237,14 @@ def _agreement(r: RaterReport, people: RaterReport | None) -> tuple[str, dict]:
 
 
 def _worth_line(w: JudgeWorth) -> str:
-    ci = "" if w.effective_ci is None else f" [{w.effective_ci[0]:.0f}, {w.effective_ci[1]:.0f}]"
+    ci = "" if w.effective_ci is None else f" {fmt_ci(w.effective_ci, 0)}"
     # The design may be a subsample of people's pairs (people voted on most of them): say so, or the
     # numbers read as if people had voted on fewer pairs than the data hold.
     # People's sample is named after the ratings, not after "the judge on all of them", where its
     # count read as the judge's.
     text = (f"Worth: with {w.design}, the ratings are as precise as {w.effective_votes:.0f}{ci} human votes alone, "
             f"from people's {w.n_human:.0f} votes on {w.n_human_pairs} pairs: each vote counts {w.ratio:.2f}x"
-            + ("" if w.ratio_ci is None else f" [{w.ratio_ci[0]:.2f}, {w.ratio_ci[1]:.2f}]") + ".")
+            + ("" if w.ratio_ci is None else f" {fmt_ci(w.ratio_ci, 2)}") + ".")
     if w.no_interval:
         text += f" No interval: {w.no_interval}."
     if w.per_model is not None:
@@ -318,7 +318,8 @@ def _action(name: str, w: JudgeWorth | None, bias: Finding | None) -> str:
         return (f"{name} adds little to people's votes here: each vote counts {w.ratio:.2f}x [{lo:.2f}, {hi:.2f}] "
                 f"with it, at most {hi:.2f}x: spend the budget on more human votes rather than on this judge, and do "
                 "not use its ratings alone.")
-    return (f"{name}'s worth is uncertain: each human vote counts between {lo:.2f}x and {hi:.2f}x with it (estimate "
+    between = f"between {lo:.2f}x and {hi:.2f}x" if np.isfinite(hi) else f"at least {lo:.2f}x, with no upper end,"
+    return (f"{name}'s worth is uncertain: each human vote counts {between} with it (estimate "
             f"{w.ratio:.2f}x){_narrows(w)}. Rated together with a random sample of people's votes{how} the intervals "
             "stay valid whatever the judge gets wrong, so it may be used beside them; plan the human votes as if it "
             "saved none, rerun as they come in, and do not use its ratings alone.")
