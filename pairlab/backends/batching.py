@@ -158,6 +158,26 @@ def counted_processors() -> ContinuousBatchingLogitsProcessorList:
 _CUDA_ENGINES: weakref.WeakSet = weakref.WeakSet()
 
 
+class _Bfloat16Head(torch.nn.Module):
+    """The output layer of an engine's model on a CPU that multiplies bfloat16 natively
+    (AVX512-BF16, AMX), in bfloat16, its logits back in float32 for the sampler.
+
+    A step's largest product is the one that scores every token of the vocabulary (Gemma 3:
+    262,144 rows of 640 weights, 671 MB in float32, read once a step whatever the batch). oneDNN's
+    bfloat16 kernel reads half the bytes and accumulates in float32; a logit moves by about
+    1/256 of its size (the inputs' rounding), which a draw at temperature does not tell from the
+    float32 one. The weights are a copy: the input embeddings they may be tied to stay float32.
+    """
+
+    def __init__(self, head: torch.nn.Linear):
+        super().__init__()
+        self.register_buffer("weight", head.weight.detach().to(torch.bfloat16), persistent=False)
+        self.bias = None if head.bias is None else head.bias.detach().to(torch.bfloat16)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(hidden.to(torch.bfloat16), self.weight, self.bias).float()
+
+
 class BatchingEngine:
     """transformers' continuous batching for one loaded model; at most ``max_inflight``
     requests in its batch (the arena admits that many battles), the rest wait in its queue."""
@@ -218,6 +238,9 @@ class BatchingEngine:
                 # models' loops on a small machine wait on each other's OpenMP barriers and
                 # decode several times slower than with one thread each.
                 torch.set_num_threads(1)
+                head = self.model.get_output_embeddings()
+                if head.weight.dtype == torch.float32 and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+                    self.model.set_output_embeddings(_Bfloat16Head(head))
             manager = self.model.init_continuous_batching(generation_config=generation,
                                                           continuous_batching_config=config)
             # The manager builds its processors from the generation config (none: greedy); the
