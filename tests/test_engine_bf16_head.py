@@ -30,6 +30,7 @@ def test_the_head_is_bfloat16_exactly_where_the_cpu_multiplies_it(gemma_engine):
     head = model.model.get_output_embeddings()
     native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert isinstance(head, _Bfloat16Head) == native
+    assert model.info()["output_dtype"] == ("torch.bfloat16" if native else "torch.float32")
     # The input embeddings the float32 head was tied to stay float32.
     assert model.model.get_input_embeddings().weight.dtype == torch.float32
 

@@ -495,6 +495,8 @@ class TransformersModel(Model):
             "gpu": torch.cuda.get_device_name(self.model.device) if self.model.device.type == "cuda" else None,
             "torch_threads": torch.get_num_threads(),
             "dtype": str(self.model.dtype),
+            # The batching engine on a CPU with bfloat16 instructions scores the vocabulary in bfloat16.
+            "output_dtype": str(self.model.get_output_embeddings().weight.dtype),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "engine": self.engine.name if self.engine else "transformers-generate",
