@@ -1,6 +1,7 @@
 """The batching engine's output layer on a CPU that multiplies bfloat16 natively
 (:class:`pairlab.backends.batching._Bfloat16Head`): used where the CPU has the instructions,
-never elsewhere, and its logits those of the float32 layer to within the inputs' rounding."""
+never elsewhere, its logits those of the float32 layer to within the inputs' rounding, and scoring
+(log-probabilities) still from the float32 layer."""
 
 from __future__ import annotations
 
@@ -55,3 +56,20 @@ def test_bfloat16_logits_stay_within_the_rounding_of_the_float32_ones(gemma_engi
     assert torch.equal(exact.argmax(-1), rounded.argmax(-1))
     p, q = exact.softmax(-1), rounded.softmax(-1)
     assert (p - q).abs().sum(-1).max() < 0.05  # total variation under 2.5 points
+
+
+def test_scores_come_from_the_float32_layer_after_the_engine_swapped_its_head(gemma_engine):
+    """The model server scores (echo log-probabilities) with the model its engine generates with:
+    the scores must be those of a model that never generated."""
+    from pairlab.models import get_model
+
+    "".join(gemma_engine.stream([{"role": "user", "content": "Hi"}], GenerationParams(max_new_tokens=1)))
+    assert isinstance(gemma_engine.model.get_output_embeddings(), _Bfloat16Head) == torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    plain = get_model("gemma3-270m")
+    text = PROMPTS[0] + " Because of Rayleigh scattering."
+    engine_scores = [p for _, _, p in gemma_engine.prompt_logprobs(text)[1:]]
+    plain_scores = [p for _, _, p in plain.prompt_logprobs(text)[1:]]
+    assert engine_scores == pytest.approx(plain_scores, abs=1e-4)
+    last = gemma_engine._forward_logprobs([gemma_engine.tokenizer(PROMPTS[0]).input_ids], last_only=True)
+    assert torch.allclose(last, plain._forward_logprobs([plain.tokenizer(PROMPTS[0]).input_ids], last_only=True),
+                          atol=1e-4)

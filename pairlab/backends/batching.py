@@ -166,16 +166,25 @@ class _Bfloat16Head(torch.nn.Module):
     262,144 rows of 640 weights, 671 MB in float32, read once a step whatever the batch). oneDNN's
     bfloat16 kernel reads half the bytes and accumulates in float32; a logit moves by about
     1/256 of its size (the inputs' rounding), which a draw at temperature does not tell from the
-    float32 one. The weights are a copy: the input embeddings they may be tied to stay float32.
+    float32 one. The weights are a copy: the input embeddings they may be tied to stay float32, and
+    so does the layer itself (``float32``), which scoring reads (log-probabilities are compared
+    with other backends' to a thousandth, :func:`float32_head`).
     """
 
     def __init__(self, head: torch.nn.Linear):
         super().__init__()
+        self.float32 = head
         self.register_buffer("weight", head.weight.detach().to(torch.bfloat16), persistent=False)
         self.bias = None if head.bias is None else head.bias.detach().to(torch.bfloat16)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(hidden.to(torch.bfloat16), self.weight, self.bias).float()
+
+
+def float32_head(model) -> torch.nn.Module:
+    """The model's output layer in its own precision, whatever the engine generates with."""
+    head = model.get_output_embeddings()
+    return head.float32 if isinstance(head, _Bfloat16Head) else head
 
 
 class BatchingEngine:

@@ -429,9 +429,21 @@ class TransformersModel(Model):
         """Log-softmax over the vocabulary for left-padded rows; only the last position
         when ``last_only``. Scoring whole sequences goes through :meth:`_token_logprobs`."""
         with self._lock, torch.inference_mode():
-            extra = {"logits_to_keep": 1} if last_only else {}
-            logits = self.model(**self._padded(rows), **extra).logits
-        return torch.log_softmax(logits.float(), dim=-1)
+            hidden = self.model.base_model(**self._padded(rows)).last_hidden_state
+            logits = self._logits(hidden[:, -1:] if last_only else hidden)
+        return torch.log_softmax(logits, dim=-1)
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The model's logits (float32) for backbone states ``hidden``, as its own forward makes
+        them, from its float32 output layer: the batching engine may generate with a bfloat16
+        copy (:class:`~pairlab.backends.batching._Bfloat16Head`), scores never do."""
+        from pairlab.backends.batching import float32_head
+
+        logits = float32_head(self.model)(hidden).float()
+        softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        if softcap is not None:  # as the model's own forward does (Gemma 2)
+            logits = torch.tanh(logits / softcap) * softcap
+        return logits
 
     def _token_logprobs(self, rows: list[list[int]]) -> torch.Tensor:
         """``out[r, p]`` = log p(token p+1 | tokens up to p) for left-padded rows.
@@ -441,20 +453,18 @@ class TransformersModel(Model):
         vocabulary a block of positions at a time, and each block keeps only its
         log-normaliser (logsumexp) and the logit of the token that follows.
         """
-        lm_head = self.model.get_output_embeddings()
-        softcap = getattr(self.model.config, "final_logit_softcapping", None)
         with self._lock, torch.inference_mode():
             inputs = self._padded(rows)
             hidden = self.model.base_model(**inputs).last_hidden_state[:, :-1]
             targets = inputs["input_ids"][:, 1:]
             n_rows, n_pos = targets.shape
-            vocab = getattr(lm_head, "out_features", None) or self.model.config.vocab_size
+            from pairlab.backends.batching import float32_head
+
+            vocab = getattr(float32_head(self.model), "out_features", None) or self.model.config.vocab_size
             block = max(1, _LOGIT_BLOCK // (n_rows * vocab))
             out = torch.empty((n_rows, n_pos), dtype=torch.float32)
             for start in range(0, n_pos, block):
-                logits = lm_head(hidden[:, start:start + block]).float()
-                if softcap is not None:  # as the model's own forward does (Gemma 2)
-                    logits = torch.tanh(logits / softcap) * softcap
+                logits = self._logits(hidden[:, start:start + block])
                 picked = logits.gather(-1, targets[:, start:start + block, None])[..., 0]
                 out[:, start:start + block] = (picked - torch.logsumexp(logits, dim=-1)).cpu()
         return out
