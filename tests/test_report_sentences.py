@@ -145,3 +145,14 @@ def test_a_worth_with_no_upper_end_says_at_least_and_renders_in_every_format(tmp
     assert stored == [0.87, None]
     assert _ci_filter(stored, 2) == "[0.87, ∞)" == fmt_ci(w.ratio_ci, 2)
     assert _times(1.2, stored) == "1.20x [0.87, ∞)"
+
+
+def test_the_worth_section_says_what_its_bootstrap_resamples():
+    """The worth's rounds draw whole prompts when the report clusters by prompt (PandaLM: 170
+    prompts); the section said "whole pairs" whatever the clustering."""
+    from analysis.report.worth_section import read
+
+    assert "resampling whole prompts" in read("clustered by prompt (170 prompts)")
+    assert "whole pairs" not in read("clustered by prompt (170 prompts)")
+    assert "resampling whole pairs" in read("clustered by pair_id (999 pairs)")
+    assert "resampling whole pairs" in read("every vote independent (no pair_id)")

@@ -19,7 +19,7 @@ from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
-from analysis.report.worth_section import READ as WORTH_READ
+from analysis.report.worth_section import read as worth_read
 from pairlab.files import write_text
 
 __all__ = ["render_html", "render_markdown", "write_report"]
@@ -48,7 +48,7 @@ def _context(doc: dict) -> dict:
         "lc_table": _lc_table(judges),
         **judging_context(judges),
         "worth": {name: j["ppi"] for name, j in judges.items() if j.get("ppi")},
-        "worth_read": WORTH_READ,
+        "worth_read": worth_read(doc["clustering"]),
         "worth_notes": doc.get("worth_notes", []),
         "has_people": HUMAN_RATER in judges,
         "clustering": clustering_sentence(

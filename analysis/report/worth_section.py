@@ -11,17 +11,24 @@ from analysis.report.formatting import num as _num
 from analysis.report.plotting import (LABEL, PAD, TICK, X_TICKS, color, new_figure, place, text_height, text_width,
                                       tick_labels, tick_width)
 
-__all__ = ["READ", "projection_figure", "worth_figure", "worth_json"]
+__all__ = ["projection_figure", "read", "worth_figure", "worth_json"]
 
-READ = (
+_READ = (
     "Prediction-powered inference (PPI++, Angelopoulos, Duchi and Zrnic 2023; for Bradley-Terry ratings Boyeau et "
     "al. 2024): people vote on a random sample of pairs, the judge on every pair; the judge's errors measured on "
     "people's sample correct its verdicts everywhere, so the ratings stay on people's scale with valid intervals "
     "however biased the judge is. Effective human votes: how many votes people alone would need for intervals as "
     "narrow (mean 95% interval width over models, each model's from its own lambda, PPI++ per coordinate, "
-    "so the judge widens none); lambda: their mean; 95% interval by resampling whole pairs. "
+    "so the judge widens none); lambda: their mean; 95% interval by resampling whole {unit}. "
     "Reproduce with python -m analysis.ratings --judge human --ppi JUDGE."
 )
+
+
+def read(clustering: str) -> str:
+    """How to read the worth section, for the report's clustering (report.json's ``clustering``,
+    :meth:`analysis.stats.Clustering.describe`): the worth's bootstrap resamples what the report
+    clusters by, whole prompts when clustered by prompt, whole pairs otherwise."""
+    return _READ.format(unit="prompts" if clustering.startswith("clustered by prompt") else "pairs")
 
 
 def worth_json(w: JudgeWorth) -> dict:
