@@ -132,7 +132,7 @@ def test_a_worth_with_no_upper_end_says_at_least_and_renders_in_every_format(tmp
     worth's interval has no upper end (report.json: null). The sentence says "at least", the tables
     "[lo, ∞)", and nothing prints "inf" or fails to render."""
     from analysis.report.formatting import fmt_ci, num
-    from analysis.report.render import _ci_filter, _times
+    from analysis.report.render import _ci_filter, _times, _worth_ci
     from analysis.report.summary import _worth_line
 
     w = _worth(1.2, (0.87, float("inf")), {"a": 0.9, "b": 0.95})
@@ -143,7 +143,9 @@ def test_a_worth_with_no_upper_end_says_at_least_and_renders_in_every_format(tmp
     assert "[0.87, ∞)" in line and "[522, ∞)" in line and "inf" not in line
     stored = num(w.ratio_ci)  # as report.json holds it
     assert stored == [0.87, None]
-    assert _ci_filter(stored, 2) == "[0.87, ∞)" == fmt_ci(w.ratio_ci, 2)
+    assert _worth_ci(stored, 2) == "[0.87, ∞)" == fmt_ci(w.ratio_ci, 2)
+    assert _ci_filter(stored, 2) == "-"  # elsewhere a null end is a missing number, not an open one
+    assert fmt_ci((0.5, float("nan")), 2) == "[0.50, nan]"
     assert _times(1.2, stored) == "1.20x [0.87, ∞)"
 
 

@@ -35,12 +35,12 @@ def fmt(x, digits: int = 3) -> str:
 
 
 def fmt_ci(ci, digits: int = 3) -> str:
-    """"[lo, hi]"; "[lo, ∞)" for an interval with no upper end (a judge's worth whose resamples
-    people's votes alone could not rate: report.json writes that end as null)."""
+    """"[lo, hi]"; "[lo, ∞)" for an interval open above (upper end +inf: a judge's worth whose
+    resamples people's votes alone could not rate)."""
     if ci is None:
         return "-"
     lo, hi = ci
-    if hi is None or not math.isfinite(float(hi)):
+    if hi == math.inf:
         return f"[{lo:.{digits}f}, ∞)"
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from pathlib import Path
 
@@ -111,8 +112,16 @@ def _fmt_filter(x, digits: int = 3) -> str:
 
 
 def _ci_filter(ci, digits: int = 3) -> str:
-    """``{{ ci | ci }}``: "[lo, hi]" ("[lo, ∞)" with no upper end), "-" where there is none."""
-    return "-" if _missing(ci) or _missing(ci[0]) else _fmt_ci(ci, digits)
+    """``{{ ci | ci }}``: "[lo, hi]", "-" where there is none."""
+    return "-" if _missing(ci) or any(_missing(v) for v in ci) else _fmt_ci(ci, digits)
+
+
+def _worth_ci(ci, digits: int = 2) -> str:
+    """``{{ ratio_ci | worth_ci }}``: a worth's interval, whose upper end report.json writes as
+    null when it is open ("[lo, ∞)"); "-" where there is none."""
+    if _missing(ci) or _missing(ci[0]):
+        return "-"
+    return _fmt_ci((ci[0], math.inf if _missing(ci[1]) else ci[1]), digits)
 
 
 def _pct_filter(x, ci=None) -> str:
@@ -130,7 +139,7 @@ def _times(x, ci=None) -> str:
     """``{{ ratio | times(ci) }}``: "1.36x [1.10, 1.69]"."""
     if _missing(x):
         return "-"
-    return f"{x:.2f}x" + ("" if _missing(ci) or _missing(ci[0]) else f" {_fmt_ci(ci, 2)}")
+    return f"{x:.2f}x" + ("" if _missing(ci) or _missing(ci[0]) else f" {_worth_ci(ci)}")
 
 
 def _bias_cell(block: dict) -> str:
@@ -183,7 +192,7 @@ def _env():
         trim_blocks=True, lstrip_blocks=True,
     )
     env.filters.update(fmt=_fmt_filter, ci=_ci_filter, own_vs_other=_own_vs_other, win_rate=_win_rate,
-                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, bias_cell=_bias_cell,
+                       pct=_pct_filter, pct_ci=_pct_ci_filter, times=_times, worth_ci=_worth_ci, bias_cell=_bias_cell,
                        estimate=_estimate, rank_set=_rank_set)
     return env
 
