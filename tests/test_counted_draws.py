@@ -135,3 +135,25 @@ def test_cuda_graphs_only_for_the_one_engine_on_a_gpu_and_a_late_second_engine_i
     BatchingEngine(on_gpu(), tokenizer, 4, None).close()  # the GPU is free again
     cpu = SimpleNamespace(device=torch.device("cpu"), generation_config=SimpleNamespace(eos_token_id=2))
     assert not BatchingEngine(cpu, tokenizer, 4, None).alone_on_gpu()
+
+
+def test_a_captured_step_reads_about_a_request_of_cache_not_the_library_preset():
+    """One arena request of ~150 tokens: under the library's preset every captured step attends
+    over 16,384 padded slots; under the engine's setting over one request's share."""
+    from transformers.generation.continuous_batching.initialization import resolve_without_hints
+    from transformers.generation.continuous_batching.utils import pad_to_interval
+
+    from pairlab.backends.batching import GRAPH_KV_TOKENS, TOKENS_PER_REQUEST, engine_config
+
+    ours = engine_config("cuda", 16, graphs=True)
+    preset = engine_config("cuda", 16, graphs=False)
+    resolve_without_hints(ours)
+    resolve_without_hints(preset)  # what the library fills in when the engine sets nothing
+    cache_tokens = ours.num_blocks * ours.page_size
+    assert pad_to_interval(150, ours.kv_padding_interval_size, cache_tokens) == GRAPH_KV_TOKENS == TOKENS_PER_REQUEST
+    assert pad_to_interval(150, preset.kv_padding_interval_size, cache_tokens) == 16384
+    # a batch reading more than one request's share pads to the next multiple, not the preset
+    assert pad_to_interval(2304, ours.kv_padding_interval_size, cache_tokens) == 3 * GRAPH_KV_TOKENS
+    # without graphs nothing is padded, and on CPU the step stays small
+    cpu = engine_config("cpu", 8, graphs=False)
+    assert cpu.use_cuda_graph is False and cpu.kv_padding_interval_size == 0 and cpu.max_batch_tokens == 1024

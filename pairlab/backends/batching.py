@@ -53,6 +53,11 @@ PAGE_TOKENS = 256
 # the two embedded models then held 8 GB, 3.7 GB with this. On a GPU the library sizes them
 # from the card's free memory.
 CPU_STEP_TOKENS = 1024
+# Keys and values a captured decode step reads, padded up to a multiple of this (a graph per
+# size). The library pads to 16,384 tokens so that few graphs are captured; under a mask that
+# has every step attend over that many slots, whatever the batch holds (one arena request: about
+# 150 tokens). One request's share of the cache keeps a graph per request-length of cache read.
+GRAPH_KV_TOKENS = TOKENS_PER_REQUEST
 SEED_GUARANTEE = ("the seed fixes each request's random draws whatever else is batched with it (on CPU a generator "
                   "of the request's own, on a GPU a hash of the seed and each token's position); the logits they "
                   "apply to may differ in their last bits with the batch's shape, so a replay reproduces the text "
@@ -187,6 +192,18 @@ def float32_head(model) -> torch.nn.Module:
     return head.float32 if isinstance(head, _Bfloat16Head) else head
 
 
+def engine_config(device_type: str, max_inflight: int, graphs: bool) -> ContinuousBatchingConfig:
+    """The library's batching settings for an engine of ``max_inflight`` requests."""
+    # Synchronous batching: the counted draw reads each request's generated tokens at the step
+    # that draws (the asynchronous mode schedules a step before the last ends).
+    return ContinuousBatchingConfig(
+        max_requests_per_batch=max_inflight, page_size=PAGE_TOKENS, seed=0,
+        max_batch_tokens=CPU_STEP_TOKENS if device_type == "cpu" else None,
+        num_blocks=math.ceil(max_inflight * TOKENS_PER_REQUEST / PAGE_TOKENS) + 8,
+        kv_padding_interval_size=GRAPH_KV_TOKENS if graphs else 0,
+        use_cuda_graph=graphs, use_async_batching=False)
+
+
 class BatchingEngine:
     """transformers' continuous batching for one loaded model; at most ``max_inflight``
     requests in its batch (the arena admits that many battles), the rest wait in its queue."""
@@ -233,13 +250,7 @@ class BatchingEngine:
                 return self._manager
             if self.graphs is None:
                 self.graphs = self.alone_on_gpu()
-            # Synchronous batching: the counted draw reads each request's generated tokens at
-            # the step that draws (the asynchronous mode schedules a step before the last ends).
-            config = ContinuousBatchingConfig(
-                max_requests_per_batch=self.max_inflight, page_size=PAGE_TOKENS, seed=0,
-                max_batch_tokens=CPU_STEP_TOKENS if self.model.device.type == "cpu" else None,
-                num_blocks=math.ceil(self.capacity / PAGE_TOKENS) + 8,
-                use_cuda_graph=self.graphs, use_async_batching=False)
+            config = engine_config(self.model.device.type, self.max_inflight, self.graphs)
             generation = GenerationConfig(do_sample=False, eos_token_id=self.eos,
                                           pad_token_id=self.tokenizer.pad_token_id)
             if self.model.device.type == "cpu":
