@@ -288,11 +288,13 @@ class TransformersModel(Model):
     def stream(self, prompt: Prompt, params: GenerationParams) -> Iterator[str]:
         text = self.render(prompt)
         stops = tuple(params.stop) or self.default_stop
-        enc = self._encode([text])
         if self.engine is not None:
-            pieces = _new_text(self.tokenizer, self.engine.stream(enc["input_ids"][0].tolist(), params))
+            # The ids as a list, never on the device: a copy to a GPU from this thread could land
+            # while the engine's thread captures a graph.
+            ids = self.tokenizer(text, add_special_tokens=self._encode_flags([text])).input_ids
+            pieces = _new_text(self.tokenizer, self.engine.stream(ids, params))
         else:
-            pieces = self._generate_thread(enc, params)
+            pieces = self._generate_thread(self._encode([text]), params)
         with closing(pieces):  # a stop string or a consumer that left ends the generation
             yield from _until_stop(pieces, stops)
 
