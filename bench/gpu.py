@@ -11,9 +11,10 @@ vLLM is not used here):
 
 * arena: panes streamed through ``TransformersModel.stream`` at 1, 4 and 16 concurrent visitors,
   first the big model alone (one model per process, as ``arena.model_server`` serves it: CUDA
-  graphs), then both panes of a battle, the big model beside the small one in one process (no
-  graphs): tok/s per pane, in all, first token p50/p99; anchor: raw ``model.generate`` of the big
-  model at batch 1 and 64, timed before any engine starts;
+  graphs; on CUDA also with the library's KV padding preset instead of the engine's
+  ``GRAPH_KV_TOKENS``, and the ratio), then both panes of a battle, the big model beside the
+  small one in one process (no graphs): tok/s per pane, in all, first token p50/p99; anchor: raw
+  ``model.generate`` of the big model at batch 1 and 64, timed before any engine starts;
 * judging: ``judges.runner.judge_pairs`` (``judges.run``'s code path) in logprob, likelihood and
   generate mode: verdicts/s against the bare batched forward pass over the same texts, and
   against the compute limit (FLOPs / measured matmul peak) or, for generate, the bandwidth
@@ -48,6 +49,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, PreTr
 from judges.runner import JudgeConfig, gpu_batch_size, judge_pairs, logprob_context  # noqa: E402
 from judges.run_files import RunFiles  # noqa: E402
 from judges.templates import BUILTIN  # noqa: E402
+from pairlab.backends import batching  # noqa: E402
 from pairlab.backends.base import GenerationParams  # noqa: E402
 from pairlab.backends.hf import TransformersModel  # noqa: E402
 from pairlab.records import Pair  # noqa: E402
@@ -211,18 +213,20 @@ def arena(models: tuple[TransformersModel, ...], visitors: int, new_tokens: int,
             "tokens": sum(p["tokens"] for p in panes)}
 
 
-def arena_rows(models, visitors, new_tokens, rng, reference) -> None:
+def arena_rows(models, visitors, new_tokens, rng, reference) -> dict:
     """Warm-up at the largest batch (engines started, graphs captured), then a row per load."""
     arena(models, max(visitors), 8, 16, rng)
     big = models[0]
     print(f"engine: {big.info()['engine']}, CUDA graphs: {big.engine.graphs}")
     print("visitors | " + " | ".join(f"{m.id} pane tok/s" for m in models)
           + " | in all tok/s | first token p50 / p99 s | big pane / raw batch 1 | in all / raw largest batch")
+    rows = {}
     for v in visitors:
-        r = arena(models, v, new_tokens, 16, rng)
+        r = rows[v] = arena(models, v, new_tokens, 16, rng)
         print(f"{v:>8} | " + " | ".join(f"{r['pane'][m.id]:.1f}" for m in models)
               + f" | {r['all']:.1f} | {r['p50']:.3f} / {r['p99']:.3f} | {r['pane'][big.id] / reference[1]:.2f}x"
               f" | {r['all'] / max(reference.values()):.2f}x")
+    return rows
 
 
 def raw_generate(model: TransformersModel, batch: int, new_tokens: int, prompt_tokens: int, rng) -> float:
@@ -327,9 +331,24 @@ def run(args, tiny, device, dtype, new_tokens, answer_tokens, n_pairs, visitors,
     print(f"anchor: raw {big.id} model.generate: " + ", ".join(
         f"batch {b} {v:.1f} tok/s" for b, v in reference.items())
         + f"; bandwidth limit batch 1: {1 / step_floor:.1f} tok/s")
+    alone = big
+    if device == "cuda":
+        # The engine's one speed setting on a GPU, beside the library's preset on the same weights.
+        print(f"\n-- {big.id} alone, the library's KV padding preset (each captured step reads 16,384 slots) --")
+        saved, batching.GRAPH_KV_TOKENS = batching.GRAPH_KV_TOKENS, 0
+        try:
+            preset = arena_rows((big,), visitors, new_tokens, rng, reference)
+        finally:
+            batching.GRAPH_KV_TOKENS = saved
+            big.close()
+        alone = served(big.id, big.model, big.tokenizer, inflight)
     print(f"\n-- one model per process ({big.id} alone, as python -m arena.model_server serves it) --")
-    arena_rows((big,), visitors, new_tokens, rng, reference)
-    big.close()  # its engine; the weights stay for the next section and the judging
+    ours = arena_rows((alone,), visitors, new_tokens, rng, reference)
+    alone.close()  # its engine; the weights stay for the next section and the judging
+    if device == "cuda":
+        print("engine's padding / library preset: " + ", ".join(
+            f"{v} visitors: a pane {ours[v]['pane'][big.id] / preset[v]['pane'][big.id]:.2f}x, "
+            f"in all {ours[v]['all'] / preset[v]['all']:.2f}x" for v in visitors))
     print("\n-- both models in one process (the arena's own engines, sharing the GPU) --")
     # A fresh engine over the big model's weights: an engine decides its CUDA graphs once, at its start.
     both = (served(big.id, big.model, big.tokenizer, inflight), build(shapes["small"], device, dtype, inflight))
