@@ -117,3 +117,15 @@ def test_prompt_text_without_prompt_id_is_a_prompt_on_the_rating_path(tmp_path):
     human, judge = frame[frame["judge_type"] == "human"], frame[frame["judge"] == "judge-x"]
     data = ppi_data(human, judge, cluster=None)
     assert data.group is not None and int(data.group.max()) + 1 == 60
+
+
+def test_an_intervals_label_follows_the_clustering_the_report_describes():
+    from analysis.stats import Clustering, ci_label, described_unit
+
+    prompt, pair = Clustering("prompt", None, 170), Clustering("pair", None, 999)
+    none = Clustering("none", None, 400)
+    assert [described_unit(c.describe()) for c in (prompt, pair, none)] == ["prompt", "pair", "vote"]
+    assert ci_label(prompt.describe()) == "95% CI clustered by prompt"
+    assert ci_label(pair.describe()) == "95% CI clustered by pair"
+    assert ci_label(none.describe()) == "95% CI, votes independent"
+    assert ci_label("") == "95% CI clustered by pair"  # a report.json saved before the field existed

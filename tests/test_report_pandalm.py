@@ -485,6 +485,8 @@ def test_markdown_and_html_are_written(report):
     # Labels that say what the numbers are: style (not length) control, prompt-clustered intervals.
     assert "Bradley-Terry and style-controlled" in md and "length-controlled" not in md
     assert "clustered by prompt (170 prompts)" in md
+    # Every interval's label says the report's clustering: none of them reads "by pair" here.
+    assert "by pair" not in md and "by pair" not in html
     assert "style element 'headers' differs between the two responses in only 2 pairs" in md
     assert html.count("data:image/png;base64,") >= 4
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")

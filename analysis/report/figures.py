@@ -24,6 +24,7 @@ from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICK
                                       intervals, legend_height, legend_width, new_figure, place, png, set_title,
                                       text_height, text_width, tick_width, wrap)
 from analysis.report.worth_section import projection_figure, worth_figure
+from analysis.stats.clusters import ci_label
 
 
 __all__ = ["build_report_with_figures", "families_figure", "figures", "length_figure", "position_figure",
@@ -106,7 +107,7 @@ def position_figure(report: BiasReport):
     panel = (width - left - right - (n_panels - 1) * GAP) / n_panels
     # Each axis label wrapped to its panel: a long one, centred under a panel narrowed by long
     # names, ran into the next panel's.
-    xlabels = [wrap("P(first-shown response wins | decisive), 95% CI clustered by pair", panel),
+    xlabels = [wrap(f"P(first-shown response wins | decisive), {ci_label(report.clustering)}", panel),
                wrap("share of pairs seen in both orders", panel)][:n_panels]
     titles = ["First-position win rate", "Swapped-order outcome\n(Zheng et al. 2023, Table 2)"][:n_panels]
     bottom = _below(2 if counts else 0, xlabels)

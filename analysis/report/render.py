@@ -20,6 +20,7 @@ from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
+from analysis.stats.clusters import ci_label
 from analysis.report.worth_section import read as worth_read
 from pairlab.files import write_text
 
@@ -50,6 +51,7 @@ def _context(doc: dict) -> dict:
         **judging_context(judges),
         "worth": {name: j["ppi"] for name, j in judges.items() if j.get("ppi")},
         "worth_read": worth_read(doc["clustering"]),
+        "ci_label": ci_label(doc["clustering"]),
         "worth_notes": doc.get("worth_notes", []),
         "has_people": HUMAN_RATER in judges,
         "clustering": clustering_sentence(

@@ -10,6 +10,7 @@ from analysis.judging.worth import JudgeWorth
 from analysis.report.formatting import num as _num
 from analysis.report.plotting import (LABEL, PAD, TICK, X_TICKS, color, new_figure, place, text_height, text_width,
                                       tick_labels, tick_width)
+from analysis.stats.clusters import described_unit
 
 __all__ = ["projection_figure", "read", "worth_figure", "worth_json"]
 
@@ -28,7 +29,8 @@ def read(clustering: str) -> str:
     """How to read the worth section, for the report's clustering (report.json's ``clustering``,
     :meth:`analysis.stats.Clustering.describe`): the worth's bootstrap resamples what the report
     clusters by, whole prompts when clustered by prompt, whole pairs otherwise."""
-    return _READ.format(unit="prompts" if clustering.startswith("clustered by prompt") else "pairs")
+    # Its rounds draw judged pairs (a vote without a pair_id is a pair of its own), or prompts.
+    return _READ.format(unit="prompts" if described_unit(clustering) == "prompt" else "pairs")
 
 
 def worth_json(w: JudgeWorth) -> dict:

@@ -25,10 +25,10 @@ worth, self-preference, agreement, the leaderboard meta-metrics) takes from here
   distinct kinds of units, not as rows.
 """
 
-from analysis.stats.clusters import CLUSTERS, Clustering, cluster_codes, cluster_groups, item_clusters, per_cluster, prompt_key, row_clusters
+from analysis.stats.clusters import CLUSTERS, Clustering, ci_label, cluster_codes, cluster_groups, described_unit, item_clusters, per_cluster, prompt_key, row_clusters
 from analysis.stats.sandwich import sandwich
 from analysis.stats.logit import FitError, LogitFit, contrast, fit_logit, strength_columns
 from analysis.stats.intervals import Z95, percentile_interval, ratio_percentile_interval, wilson_interval
 from analysis.stats.bootstrap import MIN_CLUSTERS, cluster_bootstrap, cluster_bootstrap_many, clustered_rate_ci
 
-__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "fit_logit", "item_clusters", "per_cluster", "percentile_interval", "prompt_key", "ratio_percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
+__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "ci_label", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "described_unit", "fit_logit", "item_clusters", "per_cluster", "percentile_interval", "prompt_key", "ratio_percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CLUSTERS", "Clustering", "cluster_codes", "cluster_groups", "item_clusters", "per_cluster", "prompt_column",
+__all__ = ["CLUSTERS", "Clustering", "ci_label", "cluster_codes", "described_unit", "cluster_groups", "item_clusters", "per_cluster", "prompt_column",
            "prompt_key", "row_clusters"]
 
 
@@ -41,6 +41,22 @@ class Clustering:
         if self.kind == "prompt":
             return f"clustered by prompt ({self.n} prompt{'' if self.n == 1 else 's'})"
         return f"clustered by pair_id ({self.n} pair{'' if self.n == 1 else 's'})"
+
+
+def described_unit(described: str) -> str:
+    """What a report clustered as ``described`` (:meth:`Clustering.describe`, report.json's
+    ``clustering``) resamples: ``"prompt"``, ``"pair"`` or ``"vote"``."""
+    if described.startswith("clustered by prompt"):
+        return "prompt"
+    if described.startswith("every vote independent"):
+        return "vote"
+    return "pair"  # also a report saved before it said (pairs were the rule then)
+
+
+def ci_label(described: str) -> str:
+    """An interval's label in such a report: what its 95% interval treats as independent."""
+    unit = described_unit(described)
+    return "95% CI, votes independent" if unit == "vote" else f"95% CI clustered by {unit}"
 
 
 def cluster_codes(groups) -> np.ndarray:
