@@ -8,6 +8,8 @@ refuses ``save_pretrained`` on GGUF-loaded models), so later loads take seconds.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -79,14 +81,42 @@ def embedded_gguf(name: str) -> Path:
     raise BackendError(f"unknown embedded model {name!r}; known: smollm2, gemma3")
 
 
+@contextlib.contextmanager
+def gguf_read_once():
+    """While converting, each GGUF file is parsed once and gguf's tensor-name table built once.
+
+    transformers parses the file's header three times (tokenizer, config, weights), each pass
+    a Python loop over the vocabulary's strings, and rebuilds the name table for each of the
+    model's few hundred submodules: over half of a conversion. Both are pure functions of their
+    arguments, read and never changed by transformers, so one of each is shared. transformers
+    imports them from ``gguf`` at each call, which is where they are swapped."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict = {}
+
+    def read(path, mode="r"):
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = read, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+
+
 def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """Dequantize a GGUF file into a transformers directory (safetensors + config + tokenizer)."""
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = {"gguf_file": gguf_path.name}
-    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
+    with gguf_read_once():
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, **kwargs)
     out_dir.mkdir(parents=True, exist_ok=True)
     state = model.state_dict()
     if model.config.tie_word_embeddings:
