@@ -303,7 +303,7 @@ class Plan:
     pairs: Pairs
     strategy: str
     budget: float
-    prob: np.ndarray  # combined inclusion probability of each pair (votes in hand included)
+    probs: dict[str, np.ndarray]  # each strategy's combined inclusion probability of each pair (votes in hand included)
     in_hand: np.ndarray  # pairs people already voted on
     gain: float
     calibrated: bool
@@ -311,6 +311,11 @@ class Plan:
     more: pd.DataFrame  # what, models, active, uniform: more votes to reach the target or to separate
     target_width: float | None
     curve: pd.DataFrame  # more_votes, active, uniform: expected mean width past the votes in hand
+
+    @property
+    def prob(self) -> np.ndarray:
+        """The chosen strategy's inclusion probabilities (``replace(plan, strategy=...)`` gives the other's)."""
+        return self.probs[self.strategy]
 
     @property
     def recommended(self) -> str:
@@ -379,7 +384,8 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
     rows = [{**r, "active": r["votes"], "uniform": u["votes"]} for r, u in zip(more["active"], more["uniform"])]
     for r in rows:
         del r["votes"]
-    return Plan(pairs=pairs, strategy=strategy, budget=float(min(budget, available)), prob=designs[strategy][at],
+    return Plan(pairs=pairs, strategy=strategy, budget=float(min(budget, available)),
+                probs={name: d[at] for name, d in designs.items()},
                 in_hand=in_hand, gain=predicted_gain(v[~in_hand], h[~in_hand]), calibrated=calibrated,
                 widths=table, more=pd.DataFrame(rows, columns=["what", "models", "active", "uniform"], dtype=object),
                 target_width=target_width,

@@ -8,6 +8,7 @@ replication draws a new population of pairs, people's outcomes and verdicts.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -84,8 +85,9 @@ def replicate(judge: str, reps: int, n: int, budget: int, seed: int, *, weighted
     cover, width, predicted = {"active": [], "uniform": []}, {"active": [], "uniform": []}, []
     for _ in range(reps):
         verdicts, votes = population(rng, n, judge, **kind)
+        both = make_plan(verdicts, "J", budget)  # each strategy's probabilities, computed once
         for strategy in cover:
-            plan = make_plan(verdicts, "J", budget, strategy=strategy)
+            plan = replace(both, strategy=strategy)
             picks = draw_picks(plan, rng)
             if not weighted:  # the weighting removed: every picked pair taken as a uniform draw
                 picks = picks.assign(inclusion_prob=len(picks) / n)
