@@ -20,8 +20,8 @@ from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
-from analysis.stats.clusters import ci_label
 from analysis.report.worth_section import read as worth_read
+from analysis.stats.clusters import ci_label
 from pairlab.files import write_text
 
 __all__ = ["render_html", "render_markdown", "write_report"]

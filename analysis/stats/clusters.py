@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CLUSTERS", "Clustering", "ci_label", "cluster_codes", "described_unit", "cluster_groups", "item_clusters", "per_cluster", "prompt_column",
-           "prompt_key", "row_clusters"]
+__all__ = ["CLUSTERS", "Clustering", "ci_label", "cluster_codes", "cluster_groups", "described_unit", "item_clusters",
+           "per_cluster", "prompt_column", "prompt_key", "row_clusters"]
 
 
 CLUSTERS = ("pair", "prompt")
