@@ -43,7 +43,7 @@ from analysis.ratings.bt import ELO_SCALE, _regularised_inverse
 from analysis.ratings.counts import PairCounts, _encode_models, bincount_rows, encode_winners
 from analysis.ratings.likelihoods import _laplacian
 from analysis.ratings.ppi import _outcome_from_i
-from analysis.ratings.table import z_two_sided
+from analysis.stats import z_two_sided
 from pairlab.cli import prog_name
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",

@@ -63,3 +63,42 @@ def test_cluster_groups_prompt_when_a_prompt_carries_several_pairs():
 def test_percentile_interval():
     lo, hi = percentile_interval(np.arange(1001.0))
     assert (lo, hi) == pytest.approx((25.0, 975.0))
+
+
+def test_quantiles_and_tails_match_scipy_stats():
+    from scipy import stats
+
+    from analysis.stats import normal_sf, t_quantile, t_sf, z_two_sided
+
+    for level in (0.5, 0.8, 0.9, 0.95, 0.99):
+        assert z_two_sided(level) == pytest.approx(stats.norm.ppf(0.5 + level / 2), rel=1e-12)
+    for df in (None, 1, 2, 3, 7, 29, 500):
+        for p in (0.6, 0.8, 0.975, 0.999):
+            want = stats.t.ppf(p, df) if df else stats.norm.ppf(p)
+            assert t_quantile(p, df) == pytest.approx(want, rel=1e-10)
+        x = np.array([-1.5, 0.0, 0.3, 2.1, 6.0])
+        np.testing.assert_allclose(t_sf(x, df), stats.t.sf(x, df) if df else stats.norm.sf(x), rtol=1e-10)
+    np.testing.assert_allclose(normal_sf([-2.0, 0.0, 1.96, 9.0]), stats.norm.sf([-2.0, 0.0, 1.96, 9.0]), rtol=1e-12)
+
+
+def test_rank_correlations_match_scipy_stats_with_ties_constants_and_batches():
+    from scipy import stats
+
+    from analysis.judging.agreement import kendall_p
+    from analysis.stats.correlation import kendall_tau, spearman_rho
+
+    rng = np.random.default_rng(0)
+    for n in range(3, 12):
+        for _ in range(10):
+            x = rng.normal(size=n)
+            y = x + rng.normal(size=n) * rng.uniform(0, 3)
+            if rng.random() < 0.3:
+                y = np.round(y)  # ties
+            assert kendall_tau(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12, nan_ok=True)
+            assert spearman_rho(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12, nan_ok=True)
+            # Up to 8 models without ties, every ordering counted; else scipy's own p.
+            assert kendall_p(x, y) == pytest.approx(stats.kendalltau(x, y).pvalue, abs=1e-12, nan_ok=True)
+    x, y = rng.normal(size=(6, 7)), rng.normal(size=(6, 7))
+    np.testing.assert_allclose(kendall_tau(x, y), [stats.kendalltau(a, b).statistic for a, b in zip(x, y)], atol=1e-12)
+    np.testing.assert_allclose(spearman_rho(x, y), [stats.spearmanr(a, b).statistic for a, b in zip(x, y)], atol=1e-12)
+    assert np.isnan(kendall_tau([1, 1, 1], [1, 2, 3])) and np.isnan(spearman_rho([2, 2, 2, 2], [1, 2, 3, 4]))

@@ -74,11 +74,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.judgment_table import MARKDOWN, positions
 from analysis.ratings.style import MIN_STYLE_PAIRS, normalised_difference
-from analysis.stats import FitError, contrast, fit_logit, sandwich
+from analysis.stats import FitError, contrast, fit_logit, normal_sf, sandwich, t_quantile, t_sf
 
 __all__ = ["SPECIFICATION", "ControlledSelfPreference", "JudgeRows", "SelfTerm", "Verdicts", "controlled_self_preference",
            "fit_reference", "fit_self_term", "holm", "slope_check", "stacked_cov"]
@@ -234,14 +233,14 @@ def t_interval(coef: float, se: float, df: int | None, level: float = 0.95) -> t
     """``coef -+ t se`` with t the quantile of Student's t on ``df`` degrees of freedom (the
     clusters less one: with few clusters the sandwich is itself noisy, and the normal quantile
     flags unbiased judges too often; Cameron & Miller 2015, sec. VI); normal without ``df``."""
-    q = stats.t.ppf(0.5 + level / 2, df) if df else stats.norm.ppf(0.5 + level / 2)
+    q = t_quantile(0.5 + level / 2, df)
     return (coef - q * se, coef + q * se)
 
 
 def t_pvalue(coef: float, se: float, df: int | None) -> float:
     """Two-sided p of ``coef / se`` against Student's t on ``df`` degrees of freedom (normal without)."""
     z = abs(coef) / se if se > 0 else np.inf
-    return float(2 * (stats.t.sf(z, df) if df else stats.norm.sf(z)))
+    return float(2 * t_sf(z, df))
 
 
 def holm(p: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -574,7 +573,7 @@ def _judge_fit(spec: JudgeRows, n_judges: int, cache: dict, cluster: str, univer
 
 def _detectable(se: float, df: int) -> float:
     """The smallest |term| a 5% two-sided t test finds 80% of the time at this standard error."""
-    return float((stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(0.80, df)) * se)
+    return float((t_quantile(1 - ALPHA / 2, df) + t_quantile(0.80, df)) * se)
 
 
 def slope_check(fit: SelfTerm, judge: Verdicts) -> float | None:
@@ -600,7 +599,7 @@ def slope_check(fit: SelfTerm, judge: Verdicts) -> float | None:
     s, q, q4 = (np.bincount(prompt_at, u ** k) for k in (1, 2, 4))
     t = float((s ** 2 - q).sum())
     var = float(2 * (q ** 2 - q4).sum())
-    return float(stats.norm.sf(t / np.sqrt(var))) if var > 0 else None
+    return float(normal_sf(t / np.sqrt(var))) if var > 0 else None
 
 
 def _contrast(name: str, own: _Fitted, fitted: Mapping[str, _Fitted], by_prompt: bool) -> dict | None:

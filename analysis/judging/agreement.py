@@ -39,9 +39,10 @@ import pandas as pd
 from analysis.bias.position import debiased_verdicts
 from analysis.judgment_table import positions, string_values
 from analysis.stats import cluster_bootstrap_many, item_clusters, per_cluster, wilson_interval
+from analysis.stats.correlation import average_ranks, kendall_tau, spearman_rho
 
 __all__ = ["Agreement", "RankAgreement", "agreement", "agreement_sums", "agreement_with_sums", "baseline_items",
-           "human_baseline", "rank_agreement", "spearman_permutation_p"]
+           "human_baseline", "kendall_p", "rank_agreement", "spearman_permutation_p"]
 
 _CATS = (1, -1, 0)
 
@@ -334,17 +335,13 @@ def baseline_items(rows: pd.DataFrame) -> pd.Index:
 
 def rank_agreement(left: pd.DataFrame, right: pd.DataFrame) -> RankAgreement:
     """Spearman and Kendall correlation of two rating tables (columns model, rating)."""
-    from scipy import stats
-
     merged = left[["model", "rating"]].merge(right[["model", "rating"]], on="model")
     n = len(merged)
     # Ratings all equal on a side (a judge that rated every model alike) rank nothing: no correlation.
     if n < 3 or merged["rating_x"].nunique() < 2 or merged["rating_y"].nunique() < 2:
         return RankAgreement(n, None, None, None, None)
-    rho = stats.spearmanr(merged["rating_x"], merged["rating_y"])
-    tau = stats.kendalltau(merged["rating_x"], merged["rating_y"])  # exact p for small n without ties
-    return RankAgreement(n, float(rho.statistic), spearman_permutation_p(merged["rating_x"], merged["rating_y"]),
-                         float(tau.statistic), float(tau.pvalue))
+    x, y = merged["rating_x"].to_numpy(dtype=float), merged["rating_y"].to_numpy(dtype=float)
+    return RankAgreement(n, spearman_rho(x, y), spearman_permutation_p(x, y), kendall_tau(x, y), kendall_p(x, y))
 
 
 @functools.lru_cache(maxsize=8)
@@ -364,9 +361,7 @@ def spearman_permutation_p(x, y, seed: int = 0) -> float | None:
     random permutations (scipy). The t approximation scipy's ``spearmanr`` reports is far
     off for a handful of models (rho = 1 on five models gave 1.4e-24; the exact p is 1/60).
     """
-    from scipy import stats
-
-    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    rx, ry = average_ranks(x), average_ranks(y)
     n = len(rx)
     if n < 3 or np.all(rx == rx[0]) or np.all(ry == ry[0]):
         return None
@@ -377,6 +372,25 @@ def spearman_permutation_p(x, y, seed: int = 0) -> float | None:
         perms = _permutations(n)
         rhos = np.abs(cy[perms] @ cx) / scale
         return float(np.mean(rhos >= observed - 1e-12))
+    from scipy import stats
+
     res = stats.permutation_test((rx, ry), lambda a, b: abs(np.corrcoef(a, b)[0, 1]), permutation_type="pairings",
                                  n_resamples=9999, alternative="greater", random_state=seed)
     return float(res.pvalue)
+
+
+def kendall_p(x, y) -> float:
+    """Two-sided p-value of Kendall's tau: up to 8 models without ties, exact (the share of
+    orderings of ``y`` whose |tau| reaches the observed one, the exact null distribution
+    scipy's ``kendalltau`` sums for such data); otherwise scipy's."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    if n <= 8 and len(np.unique(x)) == n and len(np.unique(y)) == n:
+        i, j = np.triu_indices(n, 1)
+        sx = np.sign(x[i] - x[j])
+        permuted = y[_permutations(n)]
+        taus = np.abs(np.sign(permuted[:, i] - permuted[:, j]) @ sx)
+        return float(np.mean(taus >= abs(sx @ np.sign(y[i] - y[j])) - 1e-9))
+    from scipy import stats
+
+    return float(stats.kendalltau(x, y).pvalue)

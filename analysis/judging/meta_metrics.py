@@ -47,11 +47,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from analysis.stats.resample import paired_totals
 from analysis.judgment_table import positions
-from analysis.stats import Z95, percentile_interval
+from analysis.stats import Z95, normal_sf, percentile_interval
+from analysis.stats.correlation import kendall_tau, spearman_rho
 
 __all__ = ["METRICS", "MIN_MODELS", "RANKING_MODELS", "LeaderboardAgreement", "few_models_note", "leaderboard_agreement",
            "leaderboard_intervals", "placeholder_models", "reference_ceiling"]
@@ -160,7 +160,7 @@ def leaderboard_agreement(judge: pd.DataFrame | None, reference: pd.DataFrame | 
     var = ((uj - lj) / (2 * Z95)) ** 2
     sd = np.sqrt(var[i] + var[j])
     if np.all(np.isfinite(sd)) and np.all(sd > 0):
-        p_below = stats.norm.cdf(0.0, loc=rj[i] - rj[j], scale=sd)
+        p_below = normal_sf((rj[i] - rj[j]) / sd)
         y = (rr[i] < rr[j]).astype(float)
         brier = float(np.mean((p_below - y) ** 2))
     else:
@@ -168,8 +168,8 @@ def leaderboard_agreement(judge: pd.DataFrame | None, reference: pd.DataFrame | 
         notes.append("Brier score: a judge rating has no interval")
     spearman = kendall = None
     if n >= 3:
-        spearman = float(stats.spearmanr(rj, rr).statistic)
-        kendall = float(stats.kendalltau(rj, rr).statistic)
+        spearman = spearman_rho(rj, rr)
+        kendall = kendall_tau(rj, rr)
     else:
         notes.append("rank correlations need three or more models")
     return LeaderboardAgreement(
@@ -199,18 +199,10 @@ def _batch_metrics(rj, hj_lo, hj_hi, rr, hr_lo, hr_hi) -> dict[str, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         agreement_ci = np.where(separated.any(axis=1), (score * separated).sum(axis=1) / separated.sum(axis=1), np.nan)
     sd = np.sqrt((((hj_lo + hj_hi) / (2 * Z95)) ** 2)[i] + (((hj_lo + hj_hi) / (2 * Z95)) ** 2)[j])
-    # norm.cdf(0, loc, sd) as scipy computes it (ndtr of (0 - loc) / sd, NaN where sd is not
-    # positive), without its argument checks over every round (a third of this function).
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_below = np.where(sd > 0, special.ndtr((0.0 - (rj[:, i] - rj[:, j])) / sd), np.nan)
+        p_below = np.where(sd > 0, normal_sf((rj[:, i] - rj[:, j]) / sd), np.nan)
     brier = np.mean((p_below - (rr[:, i] < rr[:, j])) ** 2, axis=1)
-    rank_j = np.argsort(np.argsort(rj, axis=1), axis=1).astype(float)
-    rank_r = np.argsort(np.argsort(rr, axis=1), axis=1).astype(float)
-    cj, cr = rank_j - rank_j.mean(axis=1, keepdims=True), rank_r - rank_r.mean(axis=1, keepdims=True)
-    spearman = (cj * cr).sum(axis=1) / np.sqrt((cj**2).sum(axis=1) * (cr**2).sum(axis=1))
-    prod = dj * dr
-    kendall = prod.sum(axis=1) / np.sqrt((dj != 0).sum(axis=1) * (dr != 0).sum(axis=1))  # tau-b
-    return {"spearman": spearman, "kendall": kendall, "separability": 1.0 - judge_overlap.mean(axis=1),
+    return {"spearman": spearman_rho(rj, rr), "kendall": kendall_tau(rj, rr), "separability": 1.0 - judge_overlap.mean(axis=1),
             "agreement_ci": agreement_ci, "brier": brier}
 
 

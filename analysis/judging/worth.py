@@ -22,7 +22,7 @@ from analysis.plan import projection
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import (PerModelPPI, PPIData, PPIFit, cross_fit_half, elo_table, fit_ppi_per_model_rounds,
                                   fit_ppi_stacked, ppi_data, sample_warnings)
-from analysis.ratings.table import z_two_sided
+from analysis.stats import z_two_sided
 from analysis.stats import ratio_percentile_interval
 
 __all__ = ["DESIGN_SHARE", "JudgeWorth", "WidthPoint", "judge_worth", "worth_interval"]

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats import FitError
+from analysis.stats import FitError, z_two_sided
 
 from .counts import PairCounts, aggregate
 from .likelihoods import LIKELIHOODS, PairLikelihood, meat
-from .table import z_two_sided
 from .threads import one_blas_thread
 
 __all__ = ["BTResult", "CENTRE", "DENSE_MODELS", "ELO_SCALE", "bradley_terry", "early_l2", "fit_counts", "newton", "newton_rounds", "to_elo_matrix"]

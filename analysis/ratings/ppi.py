@@ -38,13 +38,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes, cluster_groups
+from analysis.stats import cluster_codes, cluster_groups, z_two_sided
 from analysis.stats.clusters import prompt_column
 
 from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
-from .table import RatingTable, make_table, z_two_sided
+from .table import RatingTable, make_table
 from .threads import one_blas_thread
 
 __all__ = ["PPIData", "PPIFit", "PPIRatings", "PerModelPPI", "PicksDesign", "cross_fit_half", "fit_ppi_per_model", "fit_ppi_per_model_rounds", "picks_inclusion", "PPIWinRates", "ppi_win_rates", "check_ppi_options", "elo_table", "fit_ppi", "fit_ppi_rounds", "fit_ppi_stacked", "stacked_covariance", "ppi_data", "ppi_ratings", "rank_sets", "sample_warnings"]
@@ -1178,8 +1178,6 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     prompt, category, model and the judge's verdict (a chi-square test of each table,
     Pearson 1900; a warning with the shares where p < ``alpha``). With people only on some
     categories the ratings drift from people's, silently, by up to 15 Elo in simulation."""
-    from scipy.stats import chi2_contingency
-
     # Both coded together: a Python set of a million string ids was most of this check.
     codes = pd.factorize(pd.concat([verdicts["pair_id"], human["pair_id"]], ignore_index=True))[0]
     voted = np.zeros(codes.max(initial=-1) + 1, dtype=bool)
@@ -1188,6 +1186,8 @@ def sample_warnings(human: pd.DataFrame, verdicts: pd.DataFrame, alpha: float = 
     labelled = (mine >= 0) & voted[np.maximum(mine, 0)]
     if labelled.all() or not labelled.any():
         return ()
+    from scipy.stats import chi2_contingency
+
     columns = {"category": verdicts["category"] if "category" in verdicts else None,
                "prompt": prompt_column(verdicts),  # battle frames carry prompt_id, records the text
                "model": None, "verdict": verdicts["winner"]}

@@ -56,14 +56,14 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.stats import Clustering, cluster_codes, cluster_groups, percentile_interval
+from analysis.stats import Clustering, cluster_codes, cluster_groups, percentile_interval, z_two_sided
 
 from .bootstrap import bootstrap_params
 from .bt import CENTRE, DENSE_MODELS, ELO_SCALE, fit_counts, to_elo_matrix
 from .counts import aggregate, encode_winners
 from .elo import bootstrap_orders, online_elo, random_orders
 from .style import MIN_STYLE_PAIRS, STYLE_REG, fit_style_bt, frame_covariates, style_support
-from .table import RatingTable, make_table, z_two_sided
+from .table import RatingTable, make_table
 from .trueskill_ratings import run_trueskill, to_elo_factor
 
 __all__ = ["METHODS", "rate", "register"]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["MIN_UNITS", "RatingTable", "make_table", "rank_with_uncertainty", "withhold_thin", "z_two_sided"]
+__all__ = ["MIN_UNITS", "RatingTable", "make_table", "rank_with_uncertainty", "withhold_thin"]
 
 # Intervals and ranks need this many clustered units (pairs; votes where there is no pair_id).
 # A cluster-robust variance from G clusters rests on about G - 1 degrees of freedom, and with
@@ -21,12 +20,6 @@ MIN_UNITS = 10
 _FLAT = 0.05
 
 _COLUMNS = ["model", "rating", "lower", "upper", "rank", "n"]
-
-
-def z_two_sided(level: float) -> float:
-    """The normal quantile of a two-sided ``level`` interval (1.96 for 0.95); the standard
-    library's, since importing scipy.stats for one number costs most of a second."""
-    return NormalDist().inv_cdf(0.5 + level / 2)
 
 
 def rank_with_uncertainty(lower: np.ndarray, upper: np.ndarray) -> pd.api.extensions.ExtensionArray:

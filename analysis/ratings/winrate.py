@@ -68,10 +68,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_codes, fit_logit
+from analysis.stats import cluster_codes, fit_logit, z_two_sided
 from pairlab.resources import data_file
 
-from .table import z_two_sided
 
 __all__ = ["LengthControl", "WinRateTable", "alpaca_eval_length_control", "find_baseline", "length_controlled",
            "win_rates"]

@@ -28,7 +28,7 @@ worth, self-preference, agreement, the leaderboard meta-metrics) takes from here
 from analysis.stats.clusters import CLUSTERS, Clustering, ci_label, cluster_codes, cluster_groups, described_unit, item_clusters, per_cluster, prompt_key, row_clusters
 from analysis.stats.sandwich import sandwich
 from analysis.stats.logit import FitError, LogitFit, contrast, fit_logit, strength_columns
-from analysis.stats.intervals import Z95, percentile_interval, ratio_percentile_interval, wilson_interval
+from analysis.stats.intervals import Z95, normal_sf, percentile_interval, ratio_percentile_interval, t_quantile, t_sf, wilson_interval, z_two_sided
 from analysis.stats.bootstrap import MIN_CLUSTERS, cluster_bootstrap, cluster_bootstrap_many, clustered_rate_ci
 
-__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "ci_label", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "described_unit", "fit_logit", "item_clusters", "per_cluster", "percentile_interval", "prompt_key", "ratio_percentile_interval", "row_clusters", "sandwich", "strength_columns", "wilson_interval"]
+__all__ = ["CLUSTERS", "Clustering", "FitError", "LogitFit", "MIN_CLUSTERS", "Z95", "ci_label", "cluster_bootstrap", "cluster_bootstrap_many", "cluster_codes", "cluster_groups", "clustered_rate_ci", "contrast", "described_unit", "fit_logit", "item_clusters", "normal_sf", "per_cluster", "percentile_interval", "prompt_key", "ratio_percentile_interval", "row_clusters", "sandwich", "strength_columns", "t_quantile", "t_sf", "wilson_interval", "z_two_sided"]

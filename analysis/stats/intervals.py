@@ -1,17 +1,55 @@
-"""Interval helpers: percentile bootstrap intervals (one for a positive ratio whose replicates
-may be infinite), Wilson's interval for a proportion.
+"""Interval helpers: the normal and Student's t quantiles and tails a Wald interval or test
+reads, percentile bootstrap intervals (one for a positive ratio whose replicates may be
+infinite), Wilson's interval for a proportion.
+
+The quantiles and tails come from the standard library and ``scipy.special``, not from
+``scipy.stats``, whose import alone takes most of a second: the report's main process and every
+app process would pay it before their work starts. tests/test_intervals.py holds them to
+``scipy.stats``'.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["Z95", "percentile_interval", "ratio_percentile_interval", "wilson_interval"]
+__all__ = ["Z95", "normal_sf", "percentile_interval", "ratio_percentile_interval", "t_quantile", "t_sf",
+           "wilson_interval", "z_two_sided"]
 
 
 Z95 = 1.959963984540054
+
+
+def z_two_sided(level: float) -> float:
+    """The normal quantile of a two-sided ``level`` interval (1.96 for 0.95)."""
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def t_quantile(p: float, df: float | None) -> float:
+    """The ``p`` quantile of Student's t on ``df`` degrees of freedom; the normal's without ``df``."""
+    if not df:
+        return NormalDist().inv_cdf(p)
+    from scipy import special
+
+    return float(special.stdtrit(df, p))
+
+
+def normal_sf(x):
+    """The standard normal's upper tail ``P(Z > x)``."""
+    from scipy import special
+
+    return special.ndtr(-np.asarray(x, dtype=float))
+
+
+def t_sf(x, df: float | None):
+    """Student's t's upper tail ``P(T > x)`` on ``df`` degrees of freedom; the normal's without ``df``."""
+    if not df:
+        return normal_sf(x)
+    from scipy import special
+
+    return special.stdtr(df, -np.asarray(x, dtype=float))
 
 
 def percentile_interval(samples, level: float = 0.95, axis: int = 0, *, nan: bool = False):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats.intervals import Z95
+from analysis.stats.intervals import normal_sf, z_two_sided
 from analysis.stats.sandwich import sandwich
 
 __all__ = ["FitError", "LogitFit", "contrast", "fit_logit", "strength_columns"]
@@ -37,15 +37,11 @@ class LogitFit:
 
     @property
     def pvalues(self) -> np.ndarray:
-        from scipy import stats
-
         with np.errstate(divide="ignore", invalid="ignore"):
-            return 2 * stats.norm.sf(np.abs(self.params / self.bse))
+            return 2 * normal_sf(np.abs(self.params / self.bse))
 
     def interval(self, i: int, level: float = 0.95) -> tuple[float, float]:
-        from scipy import stats
-
-        z = Z95 if level == 0.95 else float(stats.norm.ppf(0.5 + level / 2))
+        z = z_two_sided(level)
         return (float(self.params[i] - z * self.bse[i]), float(self.params[i] + z * self.bse[i]))
 
 
