@@ -84,6 +84,8 @@ EVENT_ROUTES = ("queue/join", "call/", "run/", "api/")
 # queue_max_size places for everyone, and an event whose client never reads its stream
 # keeps its place.
 PENDING_PER_ADDRESS = 4
+# How often a page's queue looks for new events while it has none (Gradio's default is 1 ms).
+QUEUE_POLL_S = 0.02
 
 
 class EventLimit:
@@ -164,6 +166,10 @@ def build_app(arena: Arena) -> FastAPI:
     for path, page in pages:
         # A full queue turns new events away at once rather than keeping a voter waiting.
         page.queue(default_concurrency_limit=None, max_size=arena.config.queue_max_size)
+        # Gradio's queue looks for new events every millisecond while it has none, and for
+        # progress to send every 10 ms: with three pages an idle arena kept a tenth of a core
+        # busy. At 20 and 100 ms it keeps a fiftieth; an event may wait 20 ms more to start.
+        page._queue.sleep_when_free, page._queue.progress_update_sleep_when_free = QUEUE_POLL_S, 5 * QUEUE_POLL_S
         # show_error=False: an exception's text (SQL parameters hold model names) never
         # reaches the page; handlers show their own generic message and log the details.
         gr.mount_gradio_app(app, page, path=path, footer_links=[], run_history=False, css=CSS,

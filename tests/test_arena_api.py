@@ -114,3 +114,15 @@ def test_open_prompt_bad_input_gets_messages_and_stores_nothing(app):
     fixed = client.post(f"/arena-api/battles/{pair['battle_id']}/turns", json={"prompt": "more?"})
     assert fixed.status_code == 400 and "one fixed turn" in fixed.json()["error"]
     assert arena.store.count_votes() == 0 and len(arena.store.records()) == 0
+
+
+def test_idle_pages_look_for_events_every_20_ms_not_every_millisecond(app):
+    # Gradio's queue polls every millisecond while free: three pages kept a tenth of a core busy.
+    from arena.web import QUEUE_POLL_S
+
+    client, _ = app
+    pages = [route.app.get_blocks() for route in client.app.routes if hasattr(getattr(route, "app", None), "get_blocks")]
+    queues = [page._queue for page in pages]
+    assert len(queues) == 3
+    assert all(q.sleep_when_free == QUEUE_POLL_S and q.progress_update_sleep_when_free >= QUEUE_POLL_S for q in queues)
+    assert 0.01 <= QUEUE_POLL_S <= 0.05  # rare enough to idle, soon enough not to keep a click waiting
