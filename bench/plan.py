@@ -33,7 +33,7 @@ from analysis.frames import load_frame
 from analysis.plan import draw_picks, make_plan
 from analysis.ratings.bt import ELO_SCALE
 from analysis.ratings.ppi import ppi_ratings
-from analysis.ratings.table import z_two_sided
+from analysis.stats import z_two_sided
 
 DATA = "../shared/data/pandalm"
 JUDGE, OTHER = "pandalm-7b", "gpt-3.5-turbo"
