@@ -82,6 +82,20 @@ def test_base_model_uses_plain_template(gemma, smollm):
     assert "Question:" not in text
 
 
+def test_stop_strings_end_generate_and_are_built_once_per_model(gemma, monkeypatch):
+    # The library builds a stop string's criteria from the whole vocabulary on every call given
+    # stop_strings: a second of each of Gemma's calls. The model builds them once per stops.
+    import pairlab.backends.hf as hf
+
+    built, real = [], hf.StopStringCriteria
+    monkeypatch.setattr(hf, "StopStringCriteria", lambda *args: built.append(args) or real(*args))
+    params = GenerationParams(max_new_tokens=40, stop=(" ", "\n"))  # stops no other test uses
+    first, again = (gemma.generate([QUESTION], params)[0] for _ in range(2))
+    assert len(built) == 1
+    # Generation halted at the first space or line end, not at max_new_tokens.
+    assert first == again and first.finish_reason == "stop" and first.n_tokens < 10, first
+
+
 def test_seeded_sampling_is_reproducible(smollm):
     params = GenerationParams(max_new_tokens=16, temperature=1.0, seed=7)
     first = smollm.generate([QUESTION], params)[0].text
