@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -58,14 +56,12 @@ def test_batched_answer_scores_equal_one_unpadded_row_each(smollm):
 
 
 @pytest.mark.model
-@pytest.mark.process
 def test_likelihood_mode_gives_both_orders_one_verdict_and_tells_obvious_pairs_apart(tmp_path):
     pairs_file = tmp_path / "obvious.jsonl"
     pairs_file.write_text(OBVIOUS.read_text() + MORE.read_text())
     out = tmp_path / "scored.jsonl"
-    done = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(pairs_file), "--judge",
-                           "smollm2-135m-instruct", "--mode", "likelihood", "--out", str(out), "--quiet"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = run_module("judges.run", "--pairs", str(pairs_file), "--judge", "smollm2-135m-instruct", "--mode",
+                      "likelihood", "--out", str(out), "--quiet", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # --quiet: the summary, no loading bar
     records, pairs = read_records(out), read_pairs(pairs_file)

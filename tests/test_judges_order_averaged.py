@@ -4,8 +4,6 @@ judge whose verdicts follow the display order (issue 30, item 1)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from analysis.report import build_report
 from analysis.report.summary import FOLLOWS_POSITION, summary_blocks
 from judges.averaged import order_averaged
 from pairlab.records import Pair, Record, make_pair_id, read_pairs, read_records
+from support import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 OBVIOUS = ROOT / "data" / "obvious_pairs.jsonl"
@@ -66,12 +65,10 @@ def test_a_position_following_judge_and_a_panel_of_two_are_told_not_to_be_used()
 
 
 @pytest.mark.model
-@pytest.mark.process
 def test_judges_run_writes_order_averaged_verdicts_and_refuses_a_folder_as_out(tmp_path):
     out = tmp_path / "verdicts.jsonl"
-    run = [sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge", "smollm2-135m-instruct",
-           "--quiet"]
-    done = subprocess.run([*run, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = ["judges.run", "--pairs", str(OBVIOUS), "--judge", "smollm2-135m-instruct", "--quiet"]
+    done = run_module(*run, "--out", str(out), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     records, pairs = read_records(out), read_pairs(OBVIOUS)
     lines = [json.loads(x) for x in (tmp_path / "verdicts.pairs.jsonl").read_text().splitlines()]
@@ -85,7 +82,7 @@ def test_judges_run_writes_order_averaged_verdicts_and_refuses_a_folder_as_out(t
         assert line["consistent"] == (len({r.winner_model for r in mine}) == 1)
     assert "order-averaged verdict(s)" in done.stderr
 
-    folder = subprocess.run([*run, "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    folder = run_module(*run, "--out", str(tmp_path), cwd=ROOT)
     assert folder.returncode == 2 and "Traceback" not in folder.stderr
     assert "is a folder" in folder.stderr.splitlines()[-1]
 

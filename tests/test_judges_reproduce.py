@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -66,12 +65,10 @@ def test_a_job_slower_than_the_limit_is_said_to_be_slow_after_the_first_judgment
 
 
 @pytest.mark.model
-@pytest.mark.process
 def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
     out = tmp_path / "v.jsonl"
-    run = subprocess.run([sys.executable, "-m", "judges.run", "--pairs", str(OBVIOUS), "--judge",
-                          "smollm2-135m-instruct", "--out", str(out), "--quiet", "--limit", "2"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)
+    run = run_module("judges.run", "--pairs", str(OBVIOUS), "--judge", "smollm2-135m-instruct", "--out", str(out),
+                     "--quiet", "--limit", "2", cwd=ROOT)
     assert run.returncode == 0, run.stderr
     manifest_path = tmp_path / "v.manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -80,8 +77,7 @@ def test_a_real_run_records_its_machine_and_reproduces_here(tmp_path):
     assert facts["dtype"] == "torch.float32" and facts["batch_size"] == 8 and facts["backend"] == "transformers"
 
     def reproduce(path: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "judges.run", "--reproduce", str(path), "--sample", "2",
-                               "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        return run_module("judges.run", "--reproduce", str(path), "--sample", "2", "--quiet", cwd=ROOT)
 
     # The same machine and settings: the same verdicts and probabilities.
     same = reproduce(manifest_path)

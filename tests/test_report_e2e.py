@@ -5,41 +5,37 @@ the 20-question run is the same commands with ``--limit 20`` (see the issue 6 no
 Without human votes each judge's self-family bias and agreement are measured against
 the other judge, and the report must say so.
 
-Each command runs as ``main(argv)`` in this process, as ``python -m`` would call it: a fresh
-interpreter for each of the five cost a torch import apiece, and their entry points as
-commands are run elsewhere (tests/test_judges_real.py, tests/test_report_cli.py).
+Each command runs in this process (tests/support.py's ``run_module``): a fresh interpreter for
+each of the five cost a torch import apiece, and the commands' entry points run as processes
+in their own tests (tests/test_judges_real.py, tests/test_report_cli.py).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
+from support import run_module
 
 from pairlab.records import LIKELIHOOD, ORDER_AVERAGED
 
+ROOT = Path(__file__).resolve().parents[1]
 JUDGES = ("smollm2-135m-instruct", "gemma3-270m")
 FAMILIES = {"smollm2-135m-instruct": "smollm", "gemma3-270m": "gemma"}
 N_QUESTIONS = 2
-MAINS = {"judges.generate": "judges.generate", "judges.run": "judges.run", "analysis.report": "analysis.report.cli"}
 
 
-@pytest.fixture
-def python(capsys):
-    """``python("judges.run", *argv)``: the command's ``main(argv)``; its exit code must be 0. Returns its stderr."""
-    def run(module: str, *args: str) -> str:
-        capsys.readouterr()
-        code = importlib.import_module(MAINS[module]).main(list(args))
-        err = capsys.readouterr().err
-        assert code == 0, f"{module} failed:\n{err[-3000:]}"
-        return err
-
-    return run
+def python(*args: str) -> subprocess.CompletedProcess:
+    """``python -m *args``, in this process; its exit code must be 0."""
+    proc = run_module(*args, cwd=ROOT)
+    assert proc.returncode == 0, f"{' '.join(args[:1])} failed:\n{proc.stderr[-3000:]}"
+    return proc
 
 
 @pytest.mark.model  # the embedded models, loaded by the commands
-def test_embedded_models_end_to_end(tmp_path, shared_data, python):
+def test_embedded_models_end_to_end(tmp_path, shared_data):
     pairs = tmp_path / "pairs.jsonl"
     python(
         "judges.generate", "--prompts", str(shared_data / "mt_bench" / "question.jsonl"),
@@ -56,8 +52,8 @@ def test_embedded_models_end_to_end(tmp_path, shared_data, python):
            "--out", str(tmp_path / "scored.jsonl"), "--quiet")
     # The whole folder: the pairs file and the manifests are recognised and left out.
     report_dir = tmp_path / "report"
-    err = python("analysis.report", "--votes", str(tmp_path), "--out", str(report_dir), "--quiet", "--rating-bootstrap", "20")
-    assert "pairs.jsonl: file: skipped" in err
+    proc = python("analysis.report", "--votes", str(tmp_path), "--out", str(report_dir), "--quiet", "--rating-bootstrap", "20")
+    assert "pairs.jsonl: file: skipped" in proc.stderr
 
     data = json.loads((report_dir / "report.json").read_text())
     # No humans in this run; the panel pools both judges; each judge's order-averaged verdicts
