@@ -15,7 +15,7 @@ from judges import run as run_cli
 from judges.runner import JudgeConfig, judge_pairs
 from judges.run_files import RunFiles
 from judges.templates import BUILTIN, get_template
-from support import wait_until
+from support import run_module, wait_until
 
 pytestmark = [pytest.mark.model, pytest.mark.process]
 
@@ -80,10 +80,9 @@ def judge(model, pairs, out, **settings):
         return judge_pairs(model, pairs, config, files, judge_id=JUDGE, judge_family="smollm", progress=False)
 
 
-def cli(*args, timeout=240):
-    env = {**os.environ, "COLUMNS": "200"}  # keep --help lines unwrapped for the text checks
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env=env)
+def cli(*args):
+    """``python -m *args`` in this process (no torch import again); --help lines kept unwrapped for the text checks."""
+    return run_module(*args, cwd=ROOT, env={"COLUMNS": "200"})
 
 
 def test_logprob_mode_judges_both_orders_reproducibly(smollm, pairs, tmp_path):
@@ -250,7 +249,7 @@ def test_cli_refuses_bad_options_clearly(pairs_file, tmp_path, capsys):
 
 @pytest.mark.parametrize("module", ["judges.run", "judges.generate"])
 def test_help_documents_the_contract(module):
-    done = cli(module, "--help", timeout=60)
+    done = cli(module, "--help")
     assert done.returncode == 0
     flags = {"judges.run": ["--pairs", "--judge", "--out", "--template", "--mode", "--no-swap", "--backend",
                             "--batch-size", "--limit", "--seed", "--retries", "--skip-bad", "--tie-band",
