@@ -202,8 +202,8 @@ def _batch_metrics(rj, hj_lo, hj_hi, rr, hr_lo, hr_hi) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         p_below = np.where(sd > 0, normal_sf((rj[:, i] - rj[:, j]) / sd), np.nan)
     brier = np.mean((p_below - (rr[:, i] < rr[:, j])) ** 2, axis=1)
-    return {"spearman": spearman_rho(rj, rr), "kendall": kendall_tau(rj, rr), "separability": 1.0 - judge_overlap.mean(axis=1),
-            "agreement_ci": agreement_ci, "brier": brier}
+    return {"spearman": spearman_rho(rj, rr), "kendall": kendall_tau(rj, rr),
+            "separability": 1.0 - judge_overlap.mean(axis=1), "agreement_ci": agreement_ci, "brier": brier}
 
 
 def _bt_batch(totals: np.ndarray, i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:

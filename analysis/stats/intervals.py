@@ -4,7 +4,7 @@ infinite), Wilson's interval for a proportion.
 
 The quantiles and tails come from the standard library and ``scipy.special``, not from
 ``scipy.stats``, whose import alone takes most of a second: the report's main process and every
-app process would pay it before their work starts. tests/test_intervals.py holds them to
+app process would pay it before their work starts. tests/test_stats_kernel.py holds them to
 ``scipy.stats``'.
 """
 
