@@ -94,6 +94,17 @@ def test_stop_strings_end_generate_and_are_built_once_per_model(gemma, monkeypat
     assert len(built) == 1
     # Generation halted at the first space or line end, not at max_new_tokens.
     assert first == again and first.finish_reason == "stop" and first.n_tokens < 10, first
+    # A server's callers choose their stops: only the last few are kept (stand-ins, in a
+    # table of the test's own, so the shared model keeps its real criteria).
+    monkeypatch.setattr(hf, "StopStringCriteria", lambda *args: built.append(args) or object())
+    monkeypatch.setattr(gemma, "_stop_criteria", dict(gemma._stop_criteria))
+    many = [(f"stop {k}",) for k in range(3 * hf.STOP_CRITERIA_KEPT)]
+    for stops in many:
+        gemma._stopping(stops)
+    assert list(gemma._stop_criteria) == many[-hf.STOP_CRITERIA_KEPT:]
+    gemma._stopping(params.stop)  # pushed out by the others: built again, once
+    gemma._stopping(params.stop)
+    assert len(built) == 1 + len(many) + 1
 
 
 def test_seeded_sampling_is_reproducible(smollm):

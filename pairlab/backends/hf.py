@@ -28,6 +28,8 @@ from pairlab.weights import prepared_dir
 # Logits computed at once when scoring whole sequences (rows x positions x vocabulary):
 # 2**24 float32 values are 64 MiB, 64 positions of Gemma's 262k vocabulary.
 _LOGIT_BLOCK = 2**24
+# Stop strings' criteria kept per model (as many as the library keeps for itself).
+STOP_CRITERIA_KEPT = 8
 # The per-request path's seeded sampler draws from a generator of its own, one stream per generate().
 PER_REQUEST_SEEDING = ("the seed fixes the answer: the same seed, model, prompt, parameters, device and thread "
                        "count give the same text")
@@ -286,14 +288,18 @@ class TransformersModel(Model):
         return out
 
     def _stopping(self, stops: tuple[str, ...]) -> dict:
-        """``generate()``'s stopping criteria for ``stops``, built once per model and stops: the
+        """``generate()``'s stopping criteria for ``stops``, kept for the last few stops used: the
         library builds them from the whole vocabulary on every call given ``stop_strings``
-        (Gemma's 262,144 tokens: about a second of each call, a plain-template model's every call)."""
+        (Gemma's 262,144 tokens), and a plain-template model passes its stops on every call. Few
+        are kept because each holds a table over the vocabulary and a server's callers choose
+        their own stops."""
         if not stops:
             return {}
-        if stops not in self._stop_criteria:
-            self._stop_criteria[stops] = StopStringCriteria(self.tokenizer, list(stops))
-        return {"stopping_criteria": StoppingCriteriaList([self._stop_criteria[stops]])}
+        criteria = self._stop_criteria.pop(stops, None) or StopStringCriteria(self.tokenizer, list(stops))
+        self._stop_criteria[stops] = criteria  # the most recently used last
+        while len(self._stop_criteria) > STOP_CRITERIA_KEPT:
+            del self._stop_criteria[next(iter(self._stop_criteria))]
+        return {"stopping_criteria": StoppingCriteriaList([criteria])}
 
     def stream(self, prompt: Prompt, params: GenerationParams) -> Iterator[str]:
         text = self.render(prompt)
