@@ -8,6 +8,8 @@ its flip-flops into ties, which S1 counts against it and S2 leaves out.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,20 @@ def test_without_probabilities_calibration_is_null_with_a_reason():
     recs += [Record(**{**r.to_dict(), "prob_a": None, "version": 1}) for r in simulate(300) if r.judge == "leaning"]
     got = report_json(build_report(recs, n_boot=50, rating_bootstrap=20, panel=False))["judges"]["leaning"]["variants"]
     assert got["calibrated"]["with_ties"] is None and got["calibrated"]["note"] == "the records carry no prob_a"
+
+
+def test_the_judges_leaderboard_and_its_as_given_variant_share_their_intervals():
+    """The as-given variant's leaderboard is the judge's own: the variants table and the judge's
+    leaderboard print the same intervals, from one set of rounds, and with graded verdicts both
+    resample the verdicts as the ratings weighted them (a strong one three times)."""
+    records = [dataclasses.replace(r, strength=2 if r.prob_a is not None and abs(r.prob_a - 0.5) > 0.3 else 1)
+               if r.judge == "leaning" else r for r in simulate(600, seed=1)]
+    judge = report_json(build_report(records, n_boot=100, rating_bootstrap=20, panel=False))["judges"]["leaning"]
+    board, as_given = judge["leaderboard"], judge["variants"]["as_given"]
+    assert judge["ratings"]["weighting"]  # the graded verdicts were weighted in its ratings
+    assert board["intervals"]["brier"] is not None
+    shown = [m for m in board["intervals"] if f"{m}_interval" in as_given]  # the table prints four of the five
+    assert {"spearman", "brier"} <= set(shown)
+    for metric in shown:
+        interval = board["intervals"][metric]
+        assert as_given[f"{metric}_interval"] == (None if interval is None else list(interval)), metric

@@ -312,19 +312,26 @@ def rows_prompts(*frames: pd.DataFrame) -> pd.Index:
 
 def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame, reference_rows: pd.DataFrame,
                           judge: pd.DataFrame, reference: pd.DataFrame, n_boot: int = BOOT_ROUNDS,
-                          seed: int = 0, level: float = 0.95) -> LeaderboardAgreement:
+                          seed: int = 0, level: float = 0.95,
+                          rounds: dict[str, np.ndarray] | None = None) -> LeaderboardAgreement:
     """``point`` with a percentile interval for each metric (module docstring).
 
     ``judge_rows`` / ``reference_rows`` are the verdicts the two rating tables were fitted on
     (columns ``prompt, model_a, model_b, winner`` and optionally ``weight``); ``judge`` /
     ``reference`` those tables (``model, rating, lower, upper``, on the Elo scale).
+    ``rounds``: the metrics' values in the ``n_boot`` rounds of a paired bootstrap that already
+    resampled these prompts with this ``seed`` (:func:`metric_rounds` of this board among
+    others, as :func:`analysis.judging.variants.variant_rounds` draws them), read instead of
+    drawing again: a table that prints this board beside others then shows the same interval.
     """
     if point.spearman is None and point.separability is None:
         return point
     prompts = rows_prompts(judge_rows, reference_rows)
     if len(prompts) < 10:
         return replace(point, note="; ".join(filter(None, [point.note, "too few prompts for intervals"])))
-    values = metric_rounds([(judge_rows, judge)], reference_rows, reference, prompts, n_boot, seed)[0]
+    have = rounds is not None and all(m in rounds and len(rounds[m]) == n_boot for m in METRICS)
+    values = rounds if have else metric_rounds([(judge_rows, judge)], reference_rows, reference, prompts, n_boot,
+                                                seed)[0]
     intervals = {}
     for metric in METRICS:
         v = values[metric][np.isfinite(values[metric])]

@@ -159,11 +159,15 @@ def _beats(diffs: np.ndarray, higher: bool) -> bool:
 
 def variant_rounds(variants: tuple[Variant, ...], reference_rows: pd.DataFrame | None = None,
                    reference_ratings: pd.DataFrame | None = None, reference_board_rows: pd.DataFrame | None = None,
-                   n_boot: int = BOOT_ROUNDS, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+                   n_boot: int = BOOT_ROUNDS, seed: int = 0, board_boot: int | None = None
+                   ) -> dict[str, dict[str, np.ndarray]]:
     """Variant -> metric -> its value in every paired bootstrap round (module docstring): items
-    resampled for S1/S2, prompts for the leaderboard metrics, the same draws for every variant.
-    ``reference_rows`` are those :func:`judge_variants` scored the variants against (the
-    per-item sums it kept are reused)."""
+    resampled for S1/S2 (``n_boot`` rounds), prompts for the leaderboard metrics (``board_boot``
+    rounds, ``n_boot`` if None), the same draws for every variant. ``reference_rows`` are those
+    :func:`judge_variants` scored the variants against (the per-item sums it kept are reused);
+    ``reference_board_rows`` the verdicts the reference's ratings were fitted on, and each
+    variant's ``rows`` those of its own ratings (a ``weight`` column where graded verdicts
+    were weighted: :func:`analysis.judging.meta_metrics.metric_rounds`)."""
     rounds: dict[str, dict[str, np.ndarray]] = {}
     verdict_level = [v for v in variants if v.agreement is not None and v.rows is not None]
     if reference_rows is not None and len(verdict_level) >= 1:
@@ -184,7 +188,7 @@ def variant_rounds(variants: tuple[Variant, ...], reference_rows: pd.DataFrame |
         prompts = rows_prompts(reference_board_rows, *(v.rows for v in boards))
         if len(prompts) >= 10:
             values = metric_rounds([(v.rows, v.ratings) for v in boards], reference_board_rows, reference_ratings,
-                                   prompts, n_boot, seed)
+                                   prompts, n_boot if board_boot is None else board_boot, seed)
             for v, metrics in zip(boards, values):
                 rounds.setdefault(v.name, {}).update(metrics)
     return rounds

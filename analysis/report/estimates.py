@@ -13,7 +13,8 @@ import pandas as pd
 from analysis.judging.agreement import Agreement, RankAgreement, agreement, baseline_items, human_baseline, rank_agreement
 from analysis.judging.annotator import AnnotatorCard, RunTiming, annotator_card
 from analysis.judging.meta_metrics import (
-    RANKING_MODELS, LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals, reference_ceiling,
+    BOOT_ROUNDS, RANKING_MODELS, LeaderboardAgreement, leaderboard_agreement, leaderboard_intervals,
+    reference_ceiling,
 )
 from analysis.bias.length import LengthBias, LengthBin, length_bias, length_curve, length_sd
 from analysis.bias.position import PositionBias, debiased_rows, no_display_order, position_bias
@@ -537,7 +538,14 @@ class _JudgingTheJudges:
         variants = judge_variants(by_rater[name], ref_rows, reference, rep.ratings.bt, rep.ratings.controlled, ref_bt,
                                   self._rate_rows, n_boot=n_boot, seed=seed, both_orders=rep.agreement,
                                   reference_controlled=reference_ratings.controlled)
-        rounds = variant_rounds(variants, ref_rows, ref_bt, by_rater[reference], n_boot=n_boot, seed=seed)
+        # Leaderboards are resampled with each verdict counted as in its ratings' fit (graded ones
+        # weighted), and the as-given board is the judge's own leaderboard: one set of rounds
+        # gives its intervals both in the variants table and beside the judge.
+        board_rows, ref_board_rows = weighted_rows(by_rater[name]), weighted_rows(by_rater[reference])
+        variants = tuple(replace(v, rows=board_rows) if v.name == "as_given" and v.rows is not None else v
+                         for v in variants)
+        rounds = variant_rounds(variants, ref_rows, ref_bt, ref_board_rows, n_boot=n_boot, seed=seed,
+                                board_boot=BOOT_ROUNDS)
         best, variants = best_variants(variants, rounds), with_intervals(variants, rounds)
         # The verdict rows and item sums served the paired bootstraps; the report keeps estimates only.
         variants = tuple(replace(v, rows=None, sums=None) for v in variants)
@@ -547,8 +555,8 @@ class _JudgingTheJudges:
                                     by_rater[HUMAN_RATER], self.families, n_boot=n_boot, seed=seed)
         board = leaderboard_agreement(rep.ratings.bt, ref_bt)
         if rep.ratings.bt is not None and ref_bt is not None:
-            board = leaderboard_intervals(board, weighted_rows(by_rater[name]), weighted_rows(by_rater[reference]),
-                                          rep.ratings.bt, ref_bt, seed=seed)
+            board = leaderboard_intervals(board, board_rows, ref_board_rows, rep.ratings.bt, ref_bt, seed=seed,
+                                          rounds=rounds.get("as_given"))
         return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
                 "panel": summary}
 
