@@ -7,6 +7,12 @@ throughput ratio of batched (8 prompts at once) over one-at-a-time generation.
 Targets: warm load >= 5x faster than cold; batched throughput >= 2x one-at-a-time.
 Timings are medians over repeats; each load runs in a fresh process.
 
+For a model whose template ends its answers at stop strings (Gemma 3 270M, a base model), also
+one short ``generate()`` call (two prompts, 16 new tokens) with the stop criteria the backend
+keeps, against the anchor: the same call with the criteria built again, as transformers builds
+them from the whole vocabulary on every call given ``stop_strings``. The two alternate; the
+ratio is of their medians.
+
     python bench/backends.py [--repeats 3] [--max-new-tokens 64]
 """
 
@@ -54,6 +60,23 @@ def load_seconds(model_id: str, cache: str) -> tuple[float, float]:
     return float(load), float(imports)
 
 
+def stop_criteria_seconds(model, chats, repeats: int) -> dict[str, float]:
+    """Median seconds of one ``generate()`` call with the backend's kept stop criteria, and with
+    them built again before the call (the anchor), in alternating pairs."""
+    params = GenerationParams(max_new_tokens=16)
+    model.generate(chats, params)  # warm-up; builds the criteria once
+    kept, built = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.generate(chats, params)
+        kept.append(time.perf_counter() - start)
+        model._stop_criteria.clear()
+        start = time.perf_counter()
+        model.generate(chats, params)
+        built.append(time.perf_counter() - start)
+    return {"stops_kept_s": statistics.median(kept), "stops_built_s": statistics.median(built)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -86,6 +109,8 @@ def main() -> int:
             "tokens_per_s_batch8": statistics.median(batched_tps),
         }
         r["batch_speedup"] = r["tokens_per_s_batch8"] / r["tokens_per_s_batch1"]
+        if model.default_stop:
+            r.update(stop_criteria_seconds(model, chats[:2], max(args.repeats, 4)))
         results[model_id] = r
         print(f"{model_id}")
         print(f"  cold load {cold:7.2f} s   warm load (median) {warm:6.2f} s   ratio {r['load_speedup']:5.1f}x"
@@ -94,6 +119,9 @@ def main() -> int:
               f"{cold + imports:.2f} s cold, {warm + imports:.2f} s warm, ratio {r['load_speedup_with_imports']:.1f}x)")
         print(f"  tokens/s batch 1 (median) {r['tokens_per_s_batch1']:6.1f}   batch 8 {r['tokens_per_s_batch8']:6.1f}"
               f"   ratio {r['batch_speedup']:4.2f}x  target >= 2x  {'PASS' if r['batch_speedup'] >= 2 else 'FAIL'}")
+        if "stops_kept_s" in r:
+            print(f"  generate() with stop strings, 2 prompts x 16 tokens (median): criteria kept {r['stops_kept_s']:.2f} s,"
+                  f" built on every call {r['stops_built_s']:.2f} s   ratio {r['stops_built_s'] / r['stops_kept_s']:.2f}x")
         del model
     print(json.dumps(results, indent=1))
     return 0
