@@ -33,7 +33,7 @@ COMMANDS = {
                        "rate models from votes and verdicts (Bradley-Terry, Elo, TrueSkill, win rate)"),
     "report": Command("analysis.report.cli", "python -m analysis.report",
                       "write the bias report (HTML, Markdown, JSON) for people and LLM judges"),
-    "plan": Command("analysis.plan", "python -m analysis.plan", "choose which pairs people should vote on next"),
+    "plan": Command("analysis.plan.cli", "python -m analysis.plan", "choose which pairs people should vote on next"),
 }
 
 # The extra that installs each optional module (see pyproject.toml's optional-dependencies).

@@ -87,7 +87,7 @@ def test_report_out_that_cannot_be_made_is_named_before_any_work(tmp_path, capsy
 
 
 def test_plan_replaces_a_symlink_at_out(tmp_path, capsys):
-    from analysis.plan import main
+    from analysis.plan.cli import main
 
     verdicts, _ = population(np.random.default_rng(1), 300, "confident")
     judged = _write(verdicts, tmp_path / "verdicts.jsonl")
@@ -98,7 +98,7 @@ def test_plan_replaces_a_symlink_at_out(tmp_path, capsys):
 
 
 def test_plan_refuses_a_target_width_that_is_not_a_positive_number(tmp_path, capsys):
-    from analysis.plan import main
+    from analysis.plan.cli import main
 
     verdicts, _ = population(np.random.default_rng(1), 300, "confident")
     judged = _write(verdicts, tmp_path / "verdicts.jsonl")

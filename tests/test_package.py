@@ -142,3 +142,40 @@ def test_the_analysis_imports_no_ui_model_or_database_library(votes):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function (``from a import b``: ``a``
+    and ``a.b``, for ``b`` may be a module)."""
+    import ast
+
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_no_library_module_imports_a_command_module():
+    """A command parses arguments and prints; what others need lives in a library module. The
+    command modules: each ``pairlab`` command's (``pairlab.cli.COMMANDS``), ``pairlab.cli`` itself,
+    every ``cli.py`` and ``__main__.py``. The planner's command lived in its library (the worth
+    and the arena import the planner), which imported ``pairlab.cli``."""
+    from pairlab.cli import COMMANDS
+
+    files = {_module_name(p): p for top in ("analysis", "arena", "judges", "pairlab")
+             for p in (REPO / top).rglob("*.py")}
+    commands = {c.module for c in COMMANDS.values()} | {"pairlab.cli"} | {
+        name for name in files if name.rsplit(".", 1)[-1] in ("cli", "__main__")}
+    assert {"analysis.plan.cli", "judges.run", "arena.app"} <= commands
+    crossing = sorted((name, imported) for name, path in files.items() if name not in commands
+                      for imported in _imported(path) & commands)
+    assert crossing == []

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.plan import draw_picks, main as plan_main, make_plan
+from analysis.plan import draw_picks, make_plan
+from analysis.plan.cli import main as plan_main
 from analysis.ratings.bt import CENTRE, ELO_SCALE
 from analysis.ratings.cli import main as ratings_main
 from analysis.ratings.ppi import ppi_ratings

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.plan import main as plan_main, make_plan, replay
+from analysis.plan import make_plan, replay
+from analysis.plan.cli import main as plan_main
 
 
 @pytest.fixture(scope="module")
