@@ -41,8 +41,8 @@ from arena.errors import RateLimited
 
 # Page traffic in the server at once (Admission). One request keeps the one event loop busy
 # (a page or Gradio's info holds it for tens of milliseconds) and leaves room for voters' requests
-# however many addresses flood (with two, the review's flood of 16 addresses, 4 requests in flight
-# each, put 7 of 50 voters over 2 s p99 in one run of three; with one, 3 in one run of three), and a new visitor would rather wait for a place (as a browser
+# however many addresses flood (with two at once, the review's flood of 16 addresses held up more
+# than twice as many voters as with one), and a new visitor would rather wait for a place (as a browser
 # waits for a slow page) than be turned away: the line sheds flooding addresses' requests first,
 # so a visitor's leaves it only for its place (a waiting request costs a connection and no work).
 # One address may hold several browsers' worth of requests (six connections each): a page left

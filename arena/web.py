@@ -167,8 +167,9 @@ def build_app(arena: Arena) -> FastAPI:
         # A full queue turns new events away at once rather than keeping a voter waiting.
         page.queue(default_concurrency_limit=None, max_size=arena.config.queue_max_size)
         # Gradio's queue looks for new events every millisecond while it has none, and for
-        # progress to send every 10 ms: with three pages an idle arena kept a tenth of a core
-        # busy. At 20 and 100 ms it keeps about a fortieth; an event may wait 20 ms more to start.
+        # progress to send every 10 ms, so three idle pages kept the arena busy polling; at
+        # QUEUE_POLL_S (progress at five times that) an idle arena rests, and an event waits at
+        # most QUEUE_POLL_S more to start.
         page._queue.sleep_when_free, page._queue.progress_update_sleep_when_free = QUEUE_POLL_S, 5 * QUEUE_POLL_S
         # show_error=False: an exception's text (SQL parameters hold model names) never
         # reaches the page; handlers show their own generic message and log the details.

@@ -109,7 +109,8 @@ def _subsample(data: PPIData, size: int, rng: np.random.Generator) -> np.ndarray
     hypergeometric draw)."""
     labelled = _labelled(data).astype(np.int64)  # cluster counts: whole numbers
     # ``size`` of the clusters, each row's own numbered apart, drawn without replacement and
-    # counted per row: NumPy's multivariate hypergeometric took 10 ms for 20,000 rows of one.
+    # counted per row: the multivariate hypergeometric draw as one draw over every cluster
+    # (NumPy's own goes row by row, and most rows hold one cluster).
     clusters = np.repeat(np.arange(len(labelled)), labelled)
     chosen = rng.choice(len(clusters), min(size, len(clusters)), replace=False)
     keep = np.bincount(clusters[chosen], minlength=len(labelled))
