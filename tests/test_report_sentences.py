@@ -158,3 +158,15 @@ def test_the_worth_section_says_what_its_bootstrap_resamples():
     assert "whole pairs" not in read("clustered by prompt (170 prompts)")
     assert "resampling whole pairs" in read("clustered by pair_id (999 pairs)")
     assert "resampling whole pairs" in read("every vote independent (no pair_id)")
+
+
+def test_an_interval_end_just_short_of_no_bias_is_not_printed_as_zero():
+    """PandaLM-7B's length gap from people was printed "-12 [-22, -0]" in the opening table: an
+    interval that excludes no bias read as one that reaches it."""
+    from analysis.report.formatting import points_ci
+    from analysis.report.render import _bias_cell
+
+    assert points_ci((-0.22, -0.003)) == "[-22, -0.3]" and points_ci((-0.2249, 0.0)) == "[-22, +0]"
+    assert points_ci((0.004, 0.31)) == "[+0.4, +31]"
+    block = {"strongest_bias": {"kind": "length", "size": -0.1204, "ci": [-0.2195, -0.0031]}}
+    assert _bias_cell(block) == "length -12 [-22, -0.3]"

@@ -8,7 +8,7 @@ import numpy as np
 
 from pairlab.records import LIKELIHOOD
 
-__all__ = ["duration", "fmt", "fmt_ci", "num", "pct", "pct_ci"]
+__all__ = ["duration", "fmt", "fmt_ci", "num", "pct", "pct_ci", "points", "points_ci"]
 
 
 def num(x):
@@ -53,6 +53,18 @@ def pct(x: float) -> str:
 def pct_ci(ci) -> str:
     """An interval of shares in whole percent: "[68, 73]"."""
     return f"[{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
+def points(x: float) -> str:
+    """A signed share in points of 100%: "+12". An interval's end that rounds to 0 without being
+    0 keeps a decimal ("-0.3"): "[-22, -0]" read as an interval that reaches no bias."""
+    text = f"{100 * x:+.0f}"
+    return f"{100 * x:+.1f}" if text in ("+0", "-0") and x != 0 else text
+
+
+def points_ci(ci) -> str:
+    """An interval in signed points of 100%: "[-22, -0.3]"."""
+    return f"[{points(ci[0])}, {points(ci[1])}]"
 
 
 def duration(seconds) -> str:

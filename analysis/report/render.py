@@ -16,7 +16,7 @@ from pathlib import Path
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport
 from analysis.report.figures import figures
-from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_ci
+from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_ci, points, points_ci
 from analysis.report.judge_sections import judging_context
 from analysis.report.plotting import data_uri
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
@@ -149,8 +149,7 @@ def _bias_cell(block: dict) -> str:
     bias = block.get("strongest_bias")
     if bias is None:
         return "position: follows the display order" if block.get("advice") == "do not use" else "none"
-    lo, hi = bias["ci"]
-    return f"{bias['kind']} {100 * bias['size']:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+    return f"{bias['kind']} {points(bias['size'])} {points_ci(bias['ci'])}"
 
 
 def _estimate(row: dict, key: str) -> str:
