@@ -57,7 +57,7 @@ def pct_ci(ci) -> str:
 
 def points(x: float) -> str:
     """A signed share in points of 100%: "+12". An interval's end that rounds to 0 without being
-    0 keeps a decimal ("-0.3"): "[-22, -0]" read as an interval that reaches no bias."""
+    0 keeps a decimal ("-0.3"): "[-22, -0]" would read as an interval that reaches 0, no bias."""
     text = f"{100 * x:+.0f}"
     return f"{100 * x:+.1f}" if text in ("+0", "-0") and x != 0 else text
 
