@@ -219,10 +219,12 @@ def _win_rates(frame: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
 
 def weighted_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Judgment-table rows with the ``weight`` each verdict had in the rater's BT fit."""
+    from analysis.ratings.registry import strength_weights
+
     strength = pd.to_numeric(rows["strength"], errors="coerce") if "strength" in rows else None
     if strength is None or strength.isna().all():
         return rows
-    return rows.assign(weight=(strength >= 2).map({True: STRONG_WEIGHT, False: 1.0}).to_numpy(dtype=float))
+    return rows.assign(weight=strength_weights(rows, STRONG_WEIGHT))
 
 
 def _family_matrix(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
