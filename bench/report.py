@@ -8,7 +8,8 @@ inputs of each size: one prompt a pair (the report clusters by pair), and four p
 prompt (5,000 prompts for 100k: the report clusters by prompt, and every judge's worth sums
 its sandwiches per prompt and resamples whole prompts). The 1M report runs on the second.
 
-Timed, each in a fresh process, as a user runs it:
+Timed, each in a fresh process, as a user runs it (with the modules' bytecode written, as
+Python writes it unless PYTHONDONTWRITEBYTECODE is set, and as pip writes it at install):
 
 * the anchor (the parse floor): ``json.loads`` of every line of the file;
 * the full report, ``python -m analysis.report --votes FILE --out DIR --quiet`` (read,
@@ -69,12 +70,18 @@ print(t1 - t0, t2 - t1, t3 - t2)
 """
 
 
+# The children write the bytecode of the modules they import, as Python does unless told not to:
+# where PYTHONDONTWRITEBYTECODE is set (as on these machines) and nothing was compiled at
+# install (uv compiles nothing), every report recompiled pandas, scipy and the project's
+# modules, a second and more that no installed copy spends.
+_CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(ROOT)}
+
+
 def _child_seconds(argv: list[str]) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds of the child (user + system) and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=_CHILD_ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -109,7 +116,9 @@ def _hundred_k(path: Path, tmp: Path, repeats: int, label: str) -> float:
 
     The floor and the report run in alternating pairs and the ratio is the median of each pair's:
     on a shared machine the floor alone moved by half between moments, and a ratio of two medians
-    timed minutes apart moved with it."""
+    timed minutes apart moved with it. One report runs untimed first: it writes the modules'
+    bytecode and brings the file into the page cache."""
+    _report_once(path, tmp / f"report-{label}")
     pairs = [(_floor_once(path), *_report_once(path, tmp / f"report-{label}")) for _ in range(repeats)]
     floor = statistics.median(f for f, _, _ in pairs)
     wall = statistics.median(w for _, w, _ in pairs)
@@ -147,7 +156,7 @@ def run(repeats: int, repeats_1m: int, skip_1m: bool, skip_pairs: bool) -> None:
         small.unlink()
         big = tmp / "votes-1m-prompts.jsonl"
         n_big = _write(big, 200_000, PAIRS_PER_PROMPT)
-        floor_big = _floor(big, 1)
+        floor_big = _floor_once(big)
         wall_big, cpu_big = _report(big, tmp / "report-1m", repeats_1m)
         print(f"records: {n_big:,} (200,000 pairs, {PAIRS_PER_PROMPT} a prompt); parse floor {floor_big:.2f} s")
         print(f"full report, 1M: {wall_big:.2f} s wall, {cpu_big:.2f} s CPU (median of {repeats_1m}); "
