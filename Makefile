@@ -7,9 +7,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Bytecode is written, whatever the environment says (these machines set PYTHONDONTWRITEBYTECODE,
-# and uv compiles nothing at install): else every interpreter a target starts compiles again the
-# modules it imports, this project's and its libraries' (`make report` in a fresh clone: 7.3-7.8 s
-# against 3.7-4.0 s; each of the suite's processes likewise).
+# and uv compiles nothing at install): else every interpreter a target starts, the suite's and
+# the reports' alike, compiles again the modules it imports, this project's and its libraries'.
 unexport PYTHONDONTWRITEBYTECODE
 CHROMIUM := /usr/bin/chromium
 # Debian's postgresql: the tests start throwaway clusters with its initdb and pg_ctl.
@@ -57,10 +56,10 @@ demo: prepare
 # its one-core time, the fast tier three fifths. One worker a core, so torch in each worker (and in
 # the processes its tests start) takes one thread: a thread a core in every worker had the
 # workers' OpenMP threads waiting on each other (model tests: a sixth more CPU time).
-# `make test` gives each worker whole modules (--dist
-# loadscope): a module's fixtures (an app process, a simulation) are built once, not once on
-# each worker that draws one of its tests. They go in the order tests/conftest.py gives (modules
-# with a slow test first), not xdist's (the most tests first).
+# `make test` gives each worker whole modules (--dist loadscope): a module's fixtures (an app
+# process, a simulation) are built once, not once on each worker that draws one of its tests.
+# They go in the order tests/conftest.py gives (modules with a slow test first), not xdist's
+# (the most tests first).
 TEST_ENV := OMP_NUM_THREADS=1
 test: prepare browser postgres wheel-check
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder
