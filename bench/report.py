@@ -73,7 +73,7 @@ print(t1 - t0, t2 - t1, t3 - t2)
 # The children write the bytecode of the modules they import, as Python does unless told not to:
 # where PYTHONDONTWRITEBYTECODE is set (as on these machines) and nothing was compiled at
 # install (uv compiles nothing), every report recompiled pandas, scipy and the project's
-# modules, a second and more that no installed copy spends.
+# modules again, work that no installed copy does.
 _CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(ROOT)}
 
 
