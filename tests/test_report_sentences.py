@@ -77,7 +77,7 @@ def test_biases_are_compared_on_one_scale():
     assert round(100 * even_choice(0.70)) == 17
     assert found.kind == "position", found
     assert abs(found.size) > abs(even_choice(0.70))
-    assert "24 points [-28, -20] toward the second-shown" in found.text
+    assert "24 points [20, 28] toward the second-shown" in found.text
 
 
 def test_a_length_gap_from_people_is_on_the_same_scale_as_the_rest():
@@ -87,6 +87,42 @@ def test_a_length_gap_from_people_is_on_the_same_scale_as_the_rest():
     found = strongest_bias(judge, people)
     assert found.kind == "length" and round(100 * found.size) == round(100 * even_choice(0.32 - 0.80))
     assert "less length preference than people by 12 points" in found.text
+
+
+def test_every_lean_s_number_sits_inside_its_own_interval_whichever_way_it_leans():
+    """pandalm-7b on PandaLM read "less length preference than people by 12 points [-22, -0.5]", and a
+    judge leaning to the second-shown answer "24 points [-28, -20]": a size next to the signed
+    interval, the number outside its own interval. Fed a table leaning each way, every sentence's
+    "N points [lo, hi]" must hold lo <= N <= hi, and its words must name the direction."""
+    from dataclasses import replace
+
+    people = _rater("human", length=_length(coef=0.80, coef_ci=(0.59, 1.01), longer=0.67))
+    cases = {  # the table, the people beside it, the kind of the finding, the words naming its direction
+        "second-shown": (_rater(position=_position(0.40, (0.37, 0.43)),
+                                length=_length(controlled=0.26, controlled_ci=(0.22, 0.30))), None, "position",
+                         "toward the second-shown"),
+        "first-shown": (_rater(position=_position(0.60, (0.57, 0.63)),
+                               length=_length(controlled=0.74, controlled_ci=(0.70, 0.78))), None, "position",
+                        "toward the first-shown"),
+        "less than people": (_rater(length=_length(coef=0.32, coef_ci=(0.13, 0.51), longer=0.66)), people, "length",
+                             "less length preference"),
+        "more than people": (_rater(length=_length(coef=1.40, coef_ci=(1.20, 1.60), longer=0.75)), people, "length",
+                             "more length preference"),
+        "shorter": (_rater(length=_length(coef=-0.60, coef_ci=(-0.80, -0.40), longer=0.40)), None, "length",
+                    "toward the shorter"),
+        "own family": (_rater(controlled=replace(_controlled(0.70, (0.30, 1.10)), flagged=True)), None,
+                       "self-family", "leans toward its own family"),
+        "away from own family": (_rater(controlled=replace(_controlled(-0.70, (-1.10, -0.30)), flagged=True)),
+                                 None, "self-family", "leans away from its own family"),
+    }
+    for label, (judge, beside, kind, words) in cases.items():
+        found = strongest_bias(judge, beside)
+        assert found is not None and found.kind == kind, (label, found)
+        assert words in found.text, (label, found.text)
+        number, lo, hi = (float(x) for x in re.search(r"(\d+(?:\.\d+)?) points \[([-\d.]+), ([-\d.]+)\]",
+                                                        found.text).groups())
+        assert lo <= number <= hi and 0 < lo, (label, found.text)
+        assert number == round(abs(100 * found.size)), (label, found.text)
 
 
 def test_an_uncertain_worth_is_not_called_little():

@@ -67,6 +67,15 @@ def points_ci(ci) -> str:
     return f"[{points(ci[0])}, {points(ci[1])}]"
 
 
+def lean(size: float, ci) -> str:
+    """A signed bias told as the size of a lean in the direction the sentence's words name
+    ("toward the second-shown", "less ... than people"): "12 points [0.5, 22]" for -12 [-22, -0.5].
+    The interval turns with the estimate, so the number sits inside its own interval; a size
+    beside the signed interval read "24 points [-28, -20]"."""
+    lo, hi = ci if size >= 0 else (-ci[1], -ci[0])
+    return f"{abs(100 * size):.0f} points [{points(lo).removeprefix('+')}, {points(hi).removeprefix('+')}]"
+
+
 def duration(seconds) -> str:
     """A time a reader takes in at a glance: "42 s", "74 min", "3.2 h" (not "4423.0")."""
     if seconds is None or not math.isfinite(float(seconds)):

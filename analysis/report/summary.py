@@ -17,7 +17,7 @@ from analysis.judging.panel import PANEL
 from analysis.judging.worth import JudgeWorth
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport, RaterReport
-from analysis.report.formatting import fmt_ci, no_order_note, pct as _pct, pct_ci as _pct_ci, points_ci
+from analysis.report.formatting import fmt_ci, lean, no_order_note, pct as _pct, pct_ci as _pct_ci
 
 __all__ = ["FOLLOWS_POSITION", "Finding", "SummaryBlock", "advice", "bias_scale", "even_choice", "follows_position",
            "strongest_bias", "summary_blocks", "summary_json"]
@@ -87,8 +87,8 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
             toward = "first" if size > 0 else "second"
             found.append(Finding("position", f"picks the {side}-shown response in {_pct(rate)} {_pct_ci(rate_ci)} "
                                  f"of its decisive verdicts (50% without position bias); between equally strong "
-                                 f"answers of equal length it leans {abs(100 * size):.0f} points {points_ci(ci)} toward "
-                                 f"the {toward}-shown one", size, ci))
+                                 f"answers of equal length it leans {lean(size, ci)} toward the {toward}-shown one",
+                                 size, ci))
     base = people.length if people is not None else None
     if base is not None:
         if ln.coef is not None and ln.coef_ci and base.coef is not None and base.coef_ci:
@@ -104,27 +104,26 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
                 found.append(Finding("length", f"{rates}with model strength held fixed, its length coefficient is "
                                      f"{ln.coef:.2f} against people's "
                                      f"{base.coef:.2f}: {'more' if gap > 0 else 'less'} length preference than "
-                                     f"people by {abs(100 * even_choice(gap)):.0f} points {points_ci(ci)}",
-                                     even_choice(gap), ci))
+                                     f"people by {lean(even_choice(gap), ci)}", even_choice(gap), ci))
     elif ln.coef is not None and ln.coef_ci:
         ci = (even_choice(ln.coef_ci[0]), even_choice(ln.coef_ci[1]))
         if _excludes_zero(ci):
             side = "longer" if ln.coef > 0 else "shorter"
             rate = "" if ln.longer_rate is None else (f"picks the longer response in {_pct(ln.longer_rate)} of its "
                                                      "decisive verdicts; ")
-            found.append(Finding("length", f"{rate}leans {abs(100 * even_choice(ln.coef)):.0f} points "
-                                 f"{points_ci(ci)} toward the {side} answer (no length preference: 0)",
-                                 even_choice(ln.coef), ci))
+            found.append(Finding("length", f"{rate}leans {lean(even_choice(ln.coef), ci)} toward the {side} answer "
+                                 "(no length preference: 0)", even_choice(ln.coef), ci))
     # Self-family only from the controlled term (strength, sharpness, position and length held
     # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
     c = r.controlled
     if c is not None and c.coef is not None and c.ci and c.flagged:  # Holm-adjusted over the judges
         ci = (even_choice(c.ci[0]), even_choice(c.ci[1]))
-        found.append(Finding("self-family", f"favours its own family's ({r.family}) responses by {c.coef:+.2f} "
+        toward = "toward" if c.coef > 0 else "away from"
+        found.append(Finding("self-family", f"leans {toward} its own family's ({r.family}) responses: {c.coef:+.2f} "
                              f"log-odds [{c.ci[0]:+.2f}, {c.ci[1]:+.2f}] with model strength, its sharpness, position "
                              f"and length lean held fixed"
                              + (", beyond the other judges' lean for that family" if c.shared is not None else "")
-                             + f": {abs(100 * even_choice(c.coef)):.0f} points {points_ci(ci)}", even_choice(c.coef), ci))
+                             + f": {lean(even_choice(c.coef), ci)}", even_choice(c.coef), ci))
     return max(found, key=lambda f: abs(f.size), default=None)
 
 
