@@ -33,7 +33,8 @@ def simulate(n: int = 1500, seed: int = 0):
     out = []
     for i in range(n):
         m1, m2 = rng.choice(names, 2, replace=False)
-        texts = {m1: f"{i} answer of {m1}", m2: f"{i} reply from {m2}"}
+        # Answers of several lengths: style control has a style to hold fixed.
+        texts = {m1: f"{i} answer of {m1}" + " at length" * (i % 3), m2: f"{i} reply from {m2}" + " in brief" * (i % 2)}
         pid = make_pair_id(str(i), texts[m1], texts[m2])
         truth = MODELS[m1] - MODELS[m2] + rng.normal(0, 0.8)  # this pair's quality gap
 

@@ -69,16 +69,27 @@ class LengthBin:
 
 
 def length_sd(table: pd.DataFrame) -> float:
-    """The scale of length differences shared by all raters: SD over every record."""
+    """The scale of length differences shared by all raters: SD over every record; 0 where no
+    record's two responses differ in length (a table of battles carries no texts)."""
     diff = (table["len_a"] - table["len_b"]).to_numpy(dtype=float)
-    sd = float(np.std(diff)) if len(diff) else 0.0
-    return sd if sd > 0 else 1.0
+    return float(np.std(diff)) if len(diff) else 0.0
 
 
-def _design(rows: pd.DataFrame, sd: float) -> tuple[np.ndarray, np.ndarray]:
-    length = (rows["len_a"].to_numpy(dtype=float) - rows["len_b"].to_numpy(dtype=float)) / sd
-    X = np.c_[np.ones(len(rows)), length, strength_columns(rows)]
-    return X, rows["first_wins"].to_numpy(dtype=float)
+def _design(rows: pd.DataFrame, sd: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The model's columns (intercept, length difference in SDs, strengths), its outcomes, and
+    whether the length column is there: not where no record's responses differ in length (a
+    column of zeros would leave the fit singular, and the position term needs none)."""
+    diff = rows["len_a"].to_numpy(dtype=float) - rows["len_b"].to_numpy(dtype=float)
+    length = [diff / sd] if sd > 0 and diff.any() else []
+    X = np.column_stack([np.ones(len(rows)), *length, strength_columns(rows)])
+    return X, rows["first_wins"].to_numpy(dtype=float), bool(length)
+
+
+def _no_length_difference(rows: pd.DataFrame) -> str:
+    """Why there is no length coefficient where no decisive record's responses differ in length."""
+    texts = rows["len_a"].to_numpy().any() or rows["len_b"].to_numpy().any()
+    return ("no length coefficient: no decisive verdict's two responses differ in length" if texts else
+            "no length coefficient: these records carry no response texts")
 
 
 def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0) -> LengthBias:
@@ -96,11 +107,14 @@ def length_bias(rows: pd.DataFrame, sd: float, n_boot: int = 1000, seed: int = 0
     if len(decisive) < 20 or decisive["pair_id"].nunique() < 10:
         note = f"too few decisive records ({len(decisive)}) for the logistic model"
     else:
-        X, y = _design(decisive, sd)
+        X, y, with_length = _design(decisive, sd)
         groups = pd.factorize(row_clusters(decisive))[0]
         try:
             fit = fit_logit(X, y, groups)
-            coef, coef_ci, coef_p = float(fit.params[1]), fit.interval(1), float(fit.pvalues[1])
+            if with_length:
+                coef, coef_ci, coef_p = float(fit.params[1]), fit.interval(1), float(fit.pvalues[1])
+            else:  # the position term between equally strong models is still read
+                note = _no_length_difference(decisive)
             first_controlled = float(expit(fit.params[0]))
             first_controlled_ci = tuple(float(expit(x)) for x in fit.interval(0))
         except ValueError as exc:

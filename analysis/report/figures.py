@@ -122,7 +122,10 @@ def position_figure(report: BiasReport):
 
 
 def length_figure(report: BiasReport):
-    """Longer-wins curve by relative length difference, and the model coefficient."""
+    """Longer-wins curve by relative length difference, and the model coefficient; None where
+    no record's two responses differ in length (no response texts): nothing to draw."""
+    if not report.length_sd:
+        return None
     raters = report.raters
     names = [r.rater for r in raters]
     height = 2.3 + 0.2 * len(raters)

@@ -43,6 +43,7 @@ def _context(doc: dict) -> dict:
         # Records read from the sources: the panel's verdicts are pooled from its members' records.
         "n_records": doc["n_records"] - sum(j["n_records"] for j in judges.values() if j.get("panel_members")),
         "length_sd": f"{doc['length_sd_chars']:.0f}",
+        "lengths_differ": doc["length_sd_chars"] > 0,
         "issues": doc["issues"],
         "without_verdicts": [(w["judge"], w["n_records"]) for w in doc["judges_without_verdicts"]],
         "sources": doc["sources"],
