@@ -94,6 +94,13 @@ def test_without_people_the_block_says_so_and_sections_needing_people_are_left_o
     assert answer.count("No human votes in the data") == 3  # both judges and their panel
     assert "Position consistency: no pair was judged in both orders" in answer
     assert answer.count("Length preference: the longer response wins") == 3
+    # A strongest bias the table shows in points is in the judge's block too, the number inside its interval.
+    by_length = [b for b in doc["summary"] if b["strongest_bias"] and b["strongest_bias"]["kind"] == "length"]
+    assert by_length  # PandaLM's judges lean toward the longer answer
+    for block in by_length:
+        size = block["strongest_bias"]["size"]
+        line = next(x for x in block["lines"] if x.startswith("Strongest bias"))
+        assert f"{abs(100 * size):.0f} points" in line and "(above)" not in line, line
     assert "Agrees with people" not in md and "human votes alone" not in md
     assert "What is this judge worth" not in md and 'id="worth"' not in html
     assert all(b["worth"] is None and not b["has_people"] for b in doc["summary"])

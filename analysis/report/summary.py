@@ -368,7 +368,10 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
             bias_line = f"{against}: none detected ({_measured(r, people)})." + _length_lean(r, people)
         if people is None or r.reference != HUMAN_RATER:
             if people is None and bias is not None and bias.kind == "length":
-                bias_line = "Strongest bias: its length preference (above)."
+                # Its raw rate is the line above; the number the table shows is the held-strength lean.
+                side = "longer" if bias.size > 0 else "shorter"
+                bias_line = (f"{against}: its length preference; with model strength held fixed it leans "
+                             f"{lean(bias.size, bias.ci)} toward the {side} answer (no length preference: 0).")
             lines = (*_no_people_lines(r), bias_line) if people is None else (
                 "People voted, but on none of this judge's pairs: its agreement with people cannot be measured.",
                 bias_line)
