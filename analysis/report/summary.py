@@ -105,14 +105,12 @@ def strongest_bias(r: RaterReport, people: RaterReport | None = None) -> Finding
                                      f"{ln.coef:.2f} against people's "
                                      f"{base.coef:.2f}: {'more' if gap > 0 else 'less'} length preference than "
                                      f"people by {lean(even_choice(gap), ci)}", even_choice(gap), ci))
-    elif ln.coef is not None and ln.coef_ci:
+    elif ln.coef is not None and ln.coef_ci:  # no people: the block's line above gives the raw longer-wins rate
         ci = (even_choice(ln.coef_ci[0]), even_choice(ln.coef_ci[1]))
         if _excludes_zero(ci):
             side = "longer" if ln.coef > 0 else "shorter"
-            rate = "" if ln.longer_rate is None else (f"picks the longer response in {_pct(ln.longer_rate)} of its "
-                                                     "decisive verdicts; ")
-            found.append(Finding("length", f"{rate}leans {lean(even_choice(ln.coef), ci)} toward the {side} answer "
-                                 "(no length preference: 0)", even_choice(ln.coef), ci))
+            found.append(Finding("length", f"leans {lean(even_choice(ln.coef), ci)} toward the {side} answer with "
+                                 "model strength held fixed (no length preference: 0)", even_choice(ln.coef), ci))
     # Self-family only from the controlled term (strength, sharpness, position and length held
     # fixed): the raw agreement gap mistakes a strong family, or a sharp judge, for a biased one.
     c = r.controlled
@@ -367,11 +365,6 @@ def summary_blocks(report: BiasReport) -> tuple[SummaryBlock, ...]:
         else:
             bias_line = f"{against}: none detected ({_measured(r, people)})." + _length_lean(r, people)
         if people is None or r.reference != HUMAN_RATER:
-            if people is None and bias is not None and bias.kind == "length":
-                # Its raw rate is the line above; the number the table shows is the held-strength lean.
-                side = "longer" if bias.size > 0 else "shorter"
-                bias_line = (f"{against}: its length preference; with model strength held fixed it leans "
-                             f"{lean(bias.size, bias.ci)} toward the {side} answer (no length preference: 0).")
             lines = (*_no_people_lines(r), bias_line) if people is None else (
                 "People voted, but on none of this judge's pairs: its agreement with people cannot be measured.",
                 bias_line)
