@@ -146,3 +146,15 @@ def test_per_model_fits_of_rounds_chunked_equal_one_at_a_time(monkeypatch):
                 continue
             for field in ("theta", "sd", "lam", "classical_sd"):
                 np.testing.assert_allclose(getattr(fit, field), getattr(single, field), rtol=1e-9, atol=1e-12)
+
+
+def test_the_blocked_transpose_is_the_transpose():
+    """The prompt sums are turned a block of rows at a time (analysis.ratings.ppi._transposed): a
+    tall array over several blocks, the last one short, comes out as its transpose, into a new
+    array or into one given."""
+    from analysis.ratings.ppi import _transposed
+
+    a = np.random.default_rng(0).random((53, 6))
+    assert np.array_equal(_transposed(a, block=8), a.T)
+    out = np.full((6, 53), np.nan)
+    assert _transposed(a, out, block=53) is out and np.array_equal(out, a.T)

@@ -292,6 +292,9 @@ class _Rounds:
         self._cell_sums: np.ndarray | None = None
         self._cells: _PromptCells | None = None
         self._prompt_sums: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None
+        self._prompt_shares: tuple[np.ndarray, np.ndarray] | None = None
+        self._kept: tuple[tuple[np.ndarray, ...], list[np.ndarray]] | None = None
+        self._cell_parts: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
     def __len__(self) -> int:
         return len(self.weights)
@@ -307,7 +310,10 @@ class _Rounds:
         out.n, out.big_n, out._cells = self.n[rows], self.big_n[rows], self._cells
         out._pair_sums = None if self._pair_sums is None else self._pair_sums[rows]
         out._cell_sums = None if self._cell_sums is None else self._cell_sums[:, :, rows]
-        out._prompt_sums = None
+        out._prompt_sums, out._kept = None, None
+        out._prompt_shares = None if self._prompt_shares is None else tuple(x[rows] for x in self._prompt_shares)
+        out._cell_parts = None if self._cell_parts is None else tuple(
+            tuple(x[:, rows] for x in part) for part in self._cell_parts)
         return out
 
     def repeat(self, times: int) -> _Rounds:
@@ -347,6 +353,40 @@ class _Rounds:
             cells = self.cells
             self._cell_sums = (cells.counts @ self._weights_by_row()).reshape(len(_COLUMNS), cells.n_cells, len(self))
         return self._cell_sums
+
+    @property
+    def cell_parts(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """By prompt, each cell's value of people's part and of the judge's part
+        (:func:`_prompt_sums`) as ``at_0 - slope * p`` at its pair's win probability ``p``: the
+        two ``(at_0, slope)``, each ``(cells, rounds)``, the same at every ``p``."""
+        if self._cell_parts is None:
+            yhat_judge, n_judge, y_human, n_human, yhat_human = self.cell_sums
+            # 1/n and 1/N tiled to the sums' shape: numpy broadcasts a (rounds,) vector along
+            # the sums one row (a dozen rounds) at a time.
+            per_vote, per_unit = (np.tile(1.0 / total, (len(n_judge), 1)) for total in (self.n, self.big_n))
+            human_slope = n_human * per_vote
+            self._cell_parts = ((y_human * per_vote, human_slope),
+                                (yhat_judge * per_unit - yhat_human * per_vote, n_judge * per_unit - human_slope))
+        return self._cell_parts
+
+    @property
+    def prompt_shares(self) -> tuple[np.ndarray, np.ndarray]:
+        """By prompt, each round's share of people's votes and of the judge's units, each
+        ``(rounds, prompts)``: what :func:`_prompt_sums` centres a prompt's sums by, at every ``p``."""
+        if self._prompt_shares is None:
+            (_, votes), (_, judge_slope) = self.cell_parts  # n_human / n; n_judge / N - n_human / n
+            shares = self.cells.to_groups @ np.concatenate([votes, judge_slope + votes], axis=1)
+            self._prompt_shares = tuple(_transposed(shares).reshape(2, len(self), -1))
+        return self._prompt_shares
+
+    def kept_prompts(self, splits: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """Per split (weights of a split of whole prompts, ``(rounds, rows)``) and round, 1 for
+        the prompts whose rows it keeps, else 0, ``(rounds, prompts)``; kept for the next call
+        with the same splits (the pieces at people's fit, then at the pilot's)."""
+        if self._kept is None or self._kept[0] is not splits:
+            to_groups = self.cells.rows_to_groups
+            self._kept = (splits, [(to_groups @ _transposed(part) > 0).T.astype(float) for part in splits])
+        return self._kept[1]
 
     def prompt_sums(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`_prompt_sums` at win probabilities ``p``, kept for the next call at the same
@@ -470,61 +510,72 @@ class _PromptCells:
     win probability, so a round's weighted counts per cell are all it needs (:attr:`_Rounds.cell_sums`,
     one sparse product for every round and column at once), then work on cells (the prompts'
     pairs, fewer than the rows: a design's rows come twice) and never a (rounds, rows) array per
-    score. The matrices here take the cells' sums to their prompts' models, their prompts and
-    their model pairs, and the rows to their prompts."""
+    score. The matrices here take the cells' sums to their prompts' models (model-major: a
+    model's prompts side by side), their prompts and their model pairs, and the rows to their prompts."""
 
     def __init__(self, data: PPIData):
         from scipy import sparse
 
         n_pairs, m = len(data.i), data.n_models
-        self.n_groups = int(data.group.max(initial=-1)) + 1
+        self.n_groups = g = int(data.group.max(initial=-1)) + 1
         cell, key = pd.factorize(data.group * n_pairs + data.pair)
         self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
         # (columns x cells, rows): row r's counts into its cell, a block of cells per column.
         self.counts = sparse.vstack([_into_bins(cell, self.n_cells, getattr(data, name)).T for name in _COLUMNS],
                                     format="csr")
         # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
-        self.to_models = (_into_bins(group * m + data.i[self.pair], self.n_groups * m)
-                          - _into_bins(group * m + data.j[self.pair], self.n_groups * m)).T.tocsr()
-        self.to_groups = _into_bins(group, self.n_groups).T.tocsr()
+        self.to_models = (_into_bins(data.i[self.pair] * g + group, m * g)
+                          - _into_bins(data.j[self.pair] * g + group, m * g)).T.tocsr()
+        self.to_groups = _into_bins(group, g).T.tocsr()
         self.to_pairs = _into_bins(self.pair, n_pairs).T.tocsr()
-        self.rows_to_groups = _into_bins(data.group, self.n_groups).T.tocsr()
+        self.rows_to_groups = _into_bins(data.group, g).T.tocsr()
+
+
+def _transposed(a: np.ndarray, out: np.ndarray | None = None, block: int = 2048) -> np.ndarray:
+    """``a.T`` of a tall, narrow 2-D array into ``out`` (a new array by default), copied a block
+    of rows at a time, which stays in the processor's cache while it is turned: numpy copies the
+    whole transpose along ``out``'s rows, each a pass over all of ``a`` (the prompt sums: rows
+    models x prompts, columns rounds)."""
+    out = np.empty(a.shape[::-1]) if out is None else out
+    for start in range(0, len(a), block):
+        out[:, start:start + block] = a[start:start + block].T
+    return out
 
 
 def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per prompt and round, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
-    of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, prompts, models)``:
+    """Per round and prompt, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
+    of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, models, prompts)``
+    (a round's prompts side by side, the layout its products with ``J^-1`` and over prompts read):
     a prompt's clusters are one cluster of the sandwich (Liang & Zeger 1986). Both are linear in
     the parts' values, so ``lambda``'s combination of them is theirs."""
     data, cells, n, big_n = rounds.data, rounds.cells, rounds.n, rounds.big_n
     m, g, r = data.n_models, cells.n_groups, len(rounds)
     means = _means(data, rounds.pair_sums, p, n, big_n)
-    yhat_judge, n_judge, y_human, n_human, yhat_human = rounds.cell_sums
-    pc = p.T[cells.pair]  # (cells, rounds), as n and big_n broadcast
-    human = (y_human - n_human * pc) / n
-    judge = (yhat_judge - n_judge * pc) / big_n - (yhat_human - n_human * pc) / n
-    # Both parts through one product of each matrix (a sparse product reads its matrix once for every column).
-    votes, judged = np.split(cells.to_groups @ np.concatenate([n_human / n, n_judge / big_n], axis=1), 2, axis=1)
-    sums = (cells.to_models @ np.concatenate([human, judge], axis=1)).reshape(g, m, 2, r)
-    # Written (part, rounds, prompts, models), the layout the products of the sandwich read, then
-    # centred: people's part by their votes' share of the mean, the judge's by its units' and the votes'.
-    out = np.ascontiguousarray(sums.transpose(2, 3, 0, 1))
-    shares = np.stack([votes.T, judged.T], axis=2)  # (rounds, prompts, 2)
-    out[0] -= shares[:, :, :1] @ means[:, 1:2]
-    out[1] -= shares @ np.stack([-means[:, 2], means[:, 0]], axis=1)
+    (human_at_0, human_slope), (judge_at_0, judge_slope) = rounds.cell_parts
+    pc = p.T[cells.pair]  # (cells, rounds), as the parts' values
+    out = np.empty((2, r, m * g))
+    for k, (at_0, slope) in enumerate(((human_at_0, human_slope), (judge_at_0, judge_slope))):
+        values = slope * pc
+        np.subtract(at_0, values, out=values)
+        _transposed(cells.to_models @ values, out[k])
+    out = out.reshape(2, r, m, g)
+    # Centred: people's part by their votes' share of the mean, the judge's by its units' and the votes'.
+    votes, judged = rounds.prompt_shares
+    out[0] -= means[:, 1, :, None] * votes[:, None, :]
+    out[1] -= means[:, 0, :, None] * judged[:, None, :] - means[:, 2, :, None] * votes[:, None, :]
     return out[0], out[1]
 
 
 def _grouped_cross(left: np.ndarray, right: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
-    """``sum_g left_g right_g^T / k_g`` per round from prompt sums ``(rounds, prompts, models)``,
+    """``sum_g left_g right_g^T / k_g`` per round from prompt sums ``(rounds, models, prompts)``,
     each prompt's term divided by ``draws`` (rounds, prompts), the times a bootstrap drew it (its
     weights carry the factor): k copies of a prompt are k independent clusters, not one."""
-    return _per_draw(left, draws).transpose(0, 2, 1) @ right
+    return _per_draw(left, draws) @ right.transpose(0, 2, 1)
 
 
 def _per_draw(sums: np.ndarray, draws: np.ndarray | None) -> np.ndarray:
     """Prompt sums divided by the times a bootstrap drew the prompt (:func:`_grouped_cross`)."""
-    return sums if draws is None else sums / _times_drawn(draws)[:, :, None]
+    return sums if draws is None else sums / _times_drawn(draws)[:, None, :]
 
 
 def _times_drawn(draws: np.ndarray) -> np.ndarray:
@@ -624,27 +675,24 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = (),
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
         human, judge = rounds.prompt_sums(p)
         # Per round, each prompt's weight in the whole and in each split: 1/k for a prompt drawn k times.
-        drawn = np.ones(human.shape[:2]) if rounds.draws is None else 1.0 / _times_drawn(rounds.draws)
-        by_prompt = np.stack([drawn, *(drawn * _kept_prompts(rounds, w) for w in splits)], axis=1)
+        drawn = np.ones((len(rounds), human.shape[2])) if rounds.draws is None else 1.0 / _times_drawn(rounds.draws)
+        by_prompt = np.stack([drawn, *(drawn * kept for kept in rounds.kept_prompts(splits))], axis=1)
         if diagonal:
             # diag(J^-1 a b^T J^-1)_k = (J^-1 a)_k (J^-1 b)_k (J^-1 symmetric): each prompt's sums taken
             # through J^-1 once, then products summed over prompts, O(prompts x models) per part
             # where the whole matrices cost O(prompts x models^2).
             # (Each product is summed as it is made: three live at once cost their pages' first touch.)
-            h, j = human @ inverse, judge @ inverse
-            sums = np.stack([by_prompt @ (a * b) for a, b in ((h, h), (h, j), (j, j))], axis=2)
-            return list(sums.transpose(1, 0, 2, 3)), errors  # per weighting (rounds, 3, models)
+            h, j = inverse @ human, inverse @ judge
+            weighting = by_prompt.transpose(0, 2, 1)
+            sums = np.stack([(a * b) @ weighting for a, b in ((h, h), (h, j), (j, j))], axis=2)
+            return list(sums.transpose(3, 0, 2, 1)), errors  # per weighting (rounds, 3, models)
         crosses = []
-        for share in by_prompt.transpose(1, 0, 2)[:, :, :, None]:
-            h, j = (human * share).transpose(0, 2, 1), (judge * share).transpose(0, 2, 1)
-            crosses.append([h @ human, h @ judge, j @ judge])
+        human_t, judge_t = human.transpose(0, 2, 1), judge.transpose(0, 2, 1)
+        for share in by_prompt.transpose(1, 0, 2)[:, :, None, :]:
+            h, j = human * share, judge * share
+            crosses.append([h @ human_t, h @ judge_t, j @ judge_t])
     out = [np.stack([inverse @ c @ inverse for c in cross], axis=1) for cross in crosses]
     return ([np.diagonal(x, axis1=2, axis2=3) for x in out] if diagonal else out), errors
-
-
-def _kept_prompts(rounds: _Rounds, part: np.ndarray) -> np.ndarray:
-    """Per round, 1 for the prompts whose rows ``part`` keeps (a split of whole prompts), else 0."""
-    return (rounds.cells.rows_to_groups @ np.ascontiguousarray(part.T) > 0).T.astype(float)
 
 
 def _people_pieces(rounds: _Rounds, theta_0: np.ndarray, splits: tuple[np.ndarray, ...] = (), diagonal: bool = False
