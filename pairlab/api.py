@@ -177,12 +177,30 @@ def judge_worth(votes: pd.DataFrame | Paths, judge: str, *, humans: str | None =
                              cluster=cluster)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Report:
     """A bias report: ``to_dict()`` is report.json, ``write(folder)`` writes report.html,
-    report.md and report.json as ``pairlab report`` does; ``report`` holds the estimates."""
+    report.md and report.json as ``pairlab report`` does; ``report`` holds the estimates.
+    Shown (``repr``, a notebook cell), it is report.md's opening: where the numbers come from and
+    what each judge is worth (:meth:`summary`), not the dump of every estimate."""
 
     report: BiasReport
+
+    def summary(self) -> str:
+        """report.md's opening in Markdown: its sources and clusters, the table "In short: what
+        each judge is worth" and each judge's block, up to the first section of details."""
+        from analysis.report.render import render_markdown
+
+        text = render_markdown(self.report)
+        first = text.find("\n## ")
+        details = text.find("\n## ", first + 1) if first >= 0 else -1
+        return text if details < 0 else text[:details].rstrip() + "\n"
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_markdown_(self) -> str:
+        return self.summary()
 
     def to_dict(self) -> dict:
         from analysis.report.serialise import report_json

@@ -122,6 +122,15 @@ def test_bias_report_is_report_json(votes, tmp_path):
     worth = pairlab.judge_worth(votes, judge="judge-x", rating_bootstrap=20)
     assert json.loads(json.dumps(worth_json(worth))) == written["judges"]["judge-x"]["ppi"]
     assert worth.n_human > 0 and worth.effective_votes > 0
+    # Shown in a notebook: report.md's opening (the answer per judge), and the worth's sentence,
+    # not a dump of every estimate and table.
+    opening, markdown = repr(report), (tmp_path / "api" / "report.md").read_text()
+    assert opening == report._repr_markdown_() and markdown.startswith(opening.rstrip())
+    assert "## In short" in opening and "judge-x" in opening and opening.count("\n## ") == 1
+    assert "RaterReport(" not in opening and len(opening) < len(markdown) / 2
+    shown = repr(worth)
+    assert shown.startswith("JudgeWorth(judge-x: ") and "DataFrame" not in shown and "\n" not in shown
+    assert f"{worth.n_human:.0f} human votes count as {worth.effective_votes:.0f}" in shown
 
 
 _LIGHT = """

@@ -43,8 +43,11 @@ class WidthPoint:
     people_and_judge: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class JudgeWorth:
+    """What a judge is worth in human votes (:func:`judge_worth`); shown, the sentence the report
+    gives it, not its tables."""
+
     judge: str
     design: str  # what the effective votes refer to
     n_human: float  # human votes in that design
@@ -73,6 +76,14 @@ class JudgeWorth:
         return 0 if self.per_model is None else int((self.per_model["width_ratio"] < 0.99).sum())
     # Expected mean width against votes past those in hand, active and uniform picks (analysis.plan).
     projection: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        def interval(ci, digits: str) -> str:
+            return "" if ci is None else f" [{ci[0]:{digits}}, {ci[1]:{digits}}]"
+
+        return (f"JudgeWorth({self.judge}: {self.n_human:.0f} human votes count as {self.effective_votes:.0f}"
+                f"{interval(self.effective_ci, '.0f')} beside the judge, each {self.ratio:.2f}x"
+                f"{interval(self.ratio_ci, '.2f')}; {self.design})")
 
 
 def _labelled(data: PPIData) -> np.ndarray:
