@@ -348,8 +348,9 @@ def _bt_style(frame, *, bootstrap, seed, clustering, level=0.95, reg=STYLE_REG):
     covariates = frame_covariates(frame)  # from the frame's style columns where it has them
     if not covariates.to_numpy().any():  # a fit would print BT's ratings under style control's name
         texts = frame["response_a"].astype(str).str.len().any() or frame["response_b"].astype(str).str.len().any()
-        raise ValueError("bt-style has no style to hold fixed: no battle's two responses differ in length or "
-                         "markdown" + ("" if texts else " (the battles carry no response texts)"))
+        raise ValueError("bt-style has no style to hold fixed: no battle's two responses differ in length in "
+                         "tokens or in markdown (headers, list items, bold)"
+                         + ("" if texts else " (the battles carry no response texts)"))
     # The clusters coded once: the fit and the bootstrap share them.
     codes = _cluster_codes(clustering)
     fit = fit_style_bt(frame, covariates, reg=reg, groups=codes)

@@ -25,6 +25,7 @@ import html
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from analysis.stats import Clustering, FitError, cluster_groups
@@ -251,23 +252,24 @@ def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = N
     check_options(method, bootstrap=bootstrap, level=level, **options)
     if frame.empty:
         raise ValueError("no battles to rate")
+    frame, left_out = _between_two_models(frame)
+    notes: list[str] = [] if left_out is None else [left_out]
     if ppi is not None and method == WINRATE:
         from .ppi import ppi_win_rates
 
         result = ppi_win_rates(frame, ppi, options.get("baseline"), level=level)
-        return Ratings(result, None, frame, tuple(getattr(result, "warnings", ())))
+        return Ratings(result, None, frame, (*notes, *getattr(result, "warnings", ())))
     if ppi is not None:
         from .ppi import ppi_ratings
 
         result = ppi_ratings(frame, ppi, level=level, picks=picks, cluster=cluster)
-        return Ratings(result, None, frame, tuple(result.warnings))
+        return Ratings(result, None, frame, (*notes, *result.warnings))
     if method == WINRATE:
         from .winrate import win_rates
 
         if bootstrap:
             raise ValueError("bootstrap does not apply to the win rate (its intervals are Wald)")
-        return Ratings(win_rates(frame, options.get("baseline"), level=level), raters, frame)
-    notes: list[str] = []
+        return Ratings(win_rates(frame, options.get("baseline"), level=level), raters, frame, tuple(notes))
     clustering = cluster_groups(frame, cluster)  # once: the fit, the fallback and the caller share it
     prior = _early_l2(frame) if method in _BT and options.get("l2") is None else None
     early = prior is not None
@@ -292,6 +294,28 @@ def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = N
     result = dataclasses.replace(result, warnings=(*notes, *result.warnings))
     return Ratings(result, raters, frame, result.warnings, early_estimate=early, n_units=n_units, unit=unit,
                    clustering=clustering)
+
+
+def _between_two_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The battles of two different models, and a note on those of a model
+    against itself, left out: its outcome drops out of every rating's likelihood (and an Elo
+    update moves the model by nothing), so it says nothing of any model's strength; kept, it made
+    every fit refuse all the votes. The other analyses keep them (a judge's position lean
+    between two copies of one answer is position alone)."""
+    a, b = frame["model_a"], frame["model_b"]
+    try:
+        same = a == b
+    except TypeError:  # categoricals of different categories
+        same = a.astype(str) == b.astype(str)
+    same = same.to_numpy(dtype=bool, na_value=False)
+    if not same.any():
+        return frame, None
+    where = (frame["pair_id"][same].astype(str).head(3).tolist() if "pair_id" in frame.columns
+             else [f"row {k + 1}" for k in np.flatnonzero(same)[:3]])
+    more = ", ..." if same.sum() > len(where) else ""
+    note = (f"left out {int(same.sum())} of {len(frame)} battles of a model against itself ({', '.join(where)}{more}): "
+            "they say nothing of any model's strength against another")
+    return frame[~same].reset_index(drop=True), note
 
 
 def _early_l2(frame: pd.DataFrame) -> float | None:
