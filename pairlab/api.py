@@ -79,8 +79,10 @@ def _table(votes, all_votes: bool) -> tuple[pd.DataFrame, list[str], list[str] |
     its paths (None for a table)."""
     from pairlab.ratable import leaderboard_votes
 
+    from analysis.importers.columnar import table_of_frame
+
     paths = _paths(votes)
-    table, notes = (votes, []) if paths is None else _read(paths, skip_bad=False)
+    table, notes = (table_of_frame(votes), []) if paths is None else _read(paths, skip_bad=False)
     table, rule_note = leaderboard_votes(table, all_votes=all_votes)
     if not len(table):
         raise ValueError(f"no votes to analyse: {rule_note}")
@@ -130,7 +132,7 @@ def rate(votes: pd.DataFrame | Paths, method: str = "bt", judge: str | None = "h
     wanted = None if judge == "all" else judge
     if wanted == "human" and frame["judge"].isna().all():
         wanted = None  # battles that name no rater (a plain table of battles): rate them all
-    elif wanted is not None:
+    elif wanted is not None and options.get("ppi") is None:  # ppi= rates people with that judge
         frame = _one_judge(frame, wanted)
     try:
         rated = rate_votes(frame, method, judge=judge if wanted is not None else None, bootstrap=bootstrap,

@@ -39,3 +39,30 @@ def test_ratings_leave_out_a_models_battles_against_itself_and_say_which(method)
     assert rated.warnings[0] == ("left out 5 of 305 battles of a model against itself (self7, self67, self127, ...): "
                                  "they say nothing of any model's strength against another")
     assert not any("itself" in w for w in alone.warnings)
+
+
+def test_prediction_powered_ratings_and_the_report_rate_the_other_battles():
+    people = _votes(True)
+    judge = people.assign(judge="judge-x", judge_type="llm")
+    # (rate(..., ppi=JUDGE) as the command's --judge human --ppi JUDGE: it had kept people's votes
+    # only, then found no verdicts of JUDGE "in the input")
+    ppi = pairlab.rate(pd.concat([people, judge], ignore_index=True), ppi="judge-x")
+    assert len(ppi.to_frame()) == 4 and any("10 of 610 battles of a model against itself" in w for w in ppi.warnings)
+    # The report (from a DataFrame of records, as a notebook has them) keeps people's ratings.
+    ratings = pairlab.bias_report(people, bootstrap=50, rating_bootstrap=20).to_dict()["judges"]["human"]["ratings"]
+    assert [row["model"] for row in ratings["bt"]] == ["strong", "middle", "weak", "weakest"]
+    assert any("5 of 305 battles of a model against itself" in w for w in ratings["warnings"])
+
+
+def test_a_dataframe_the_report_cannot_read_is_named_not_a_key_error():
+    """A notebook's DataFrame of records or of battles is read as the file would be: the report
+    had raised KeyError: 'mode' on any table that read_votes had not made."""
+    battles = pd.DataFrame({"model_a": ["A", "B", "A"] * 10, "model_b": ["B", "C", "C"] * 10,
+                            "winner": ["model_a", "model_b", "tie"] * 10})
+    assert pairlab.bias_report(battles, bootstrap=20, rating_bootstrap=10).to_dict()["judges"]["human"]["n_records"] == 30
+    bad = _votes(False)
+    bad.loc[17, "winner"] = "banana"
+    with pytest.raises(ValueError, match="^row 18 of the table: unknown winner"):
+        pairlab.bias_report(bad)
+    with pytest.raises(ValueError, match="needs the columns model_a, model_b and winner"):
+        pairlab.judge_worth(pd.DataFrame({"a": [1]}), "judge-x")

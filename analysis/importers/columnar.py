@@ -86,6 +86,46 @@ def read_table(paths: Iterable[str | os.PathLike], *, skip_bad: bool = False,
     return table, tuple(issues)
 
 
+def table_of_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A DataFrame as the record table the commands read from a file: a table of records as it
+    is (:func:`read_table`'s, or any with every record table column), or the record fields
+    (``pair_id, prompt, model_a, model_b, response_a, response_b, winner, judge``) or a table of
+    battles (``model_a, model_b, winner`` [+ ``judge``, ``pair_id``, ``prompt``]) read as a
+    file with those columns is, checked by the same rules. Anything else is a ``ValueError``
+    saying which columns it needs."""
+    if set(record_table.COLUMNS) <= set(frame.columns):
+        return frame
+    names = set(frame.columns)
+    if _own_columns(names):
+        fields = [n for n in record_table.ARROW_SCHEMA.names if n in names and n != "meta"]
+
+        def convert(rows: pd.DataFrame) -> pd.DataFrame:
+            return record_table.from_arrow(pa.Table.from_pandas(rows[fields], preserve_index=False))
+    elif battles.matches(dict.fromkeys(names)):
+        def convert(rows: pd.DataFrame) -> pd.DataFrame:
+            columns = [n for n in rows.columns if isinstance(n, str)]
+            return _battle_table(Path("the table"), pa.Table.from_pandas(rows[columns], preserve_index=False))
+    else:
+        convert = None
+    if convert is not None:
+        try:
+            return convert(frame)
+        except (pa.ArrowException, RecordError) as exc:
+            # Any part of the table holding a bad row fails: halving finds the first one to name.
+            lo, hi = 0, len(frame)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                try:
+                    convert(frame.iloc[lo:mid])
+                    lo = mid
+                except (pa.ArrowException, RecordError):
+                    hi = mid
+            raise ValueError(f"row {lo + 1} of the table: {str(exc).strip()}") from None
+    raise ValueError("a table of votes needs the columns model_a, model_b and winner (a table of battles), or the "
+                     f"record fields ({', '.join(n for n in record_table.ARROW_SCHEMA.names if n != 'meta')}); "
+                     f"this one has {', '.join(map(str, frame.columns)) or 'none'}")
+
+
 class _Reader:
     """Tables in the order of the sources: small record files gathered into blocks, the
     importers' records gathered into blocks, each block flushed before anything after it."""
