@@ -25,7 +25,11 @@ The predicted covariance of the ratings at a design (:func:`predicted_covariance
 sandwich of the full-label information ``J = sum_pairs p(1-p) x x^T`` with ``x = e_i - e_j``:
 ``J^-1 + J^-1 (sum_pairs v (1/pi - 1) x x^T) J^-1``, the design's inflation over labelling
 every pair, ``v`` there being the rectifier's variance at the PPI++ weight ``lambda`` that
-the fit would choose (``v`` itself at lambda = 1, ``p(1-p)`` at 0: people alone).
+the fit would choose (``v`` itself at lambda = 1, ``p(1-p)`` at 0: people alone). Where the
+ratings cluster by prompt (a prompt carries several pairs: :func:`analysis.stats.cluster_groups`,
+the rule of every command), people's outcomes on the pairs of one prompt move together through the
+answers they share, and the full-label part gains their covariance (:func:`prompt_covariance`):
+the inclusions are drawn pair by pair, so the design's part does not.
 
 The command (``python -m analysis.plan``, ``pairlab plan``) is :mod:`analysis.plan.cli`.
 """
@@ -43,10 +47,10 @@ from analysis.ratings.bt import ELO_SCALE, _regularised_inverse
 from analysis.ratings.counts import PairCounts, _encode_models, bincount_rows, encode_winners
 from analysis.ratings.likelihoods import _laplacian
 from analysis.ratings.ppi import _outcome_from_i
-from analysis.stats import z_two_sided
+from analysis.stats import cluster_codes, cluster_groups, z_two_sided
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
-           "predicted_gain", "predicted_covariance", "make_plan", "draw_picks", "read_picks", "projection"]
+           "predicted_gain", "predicted_covariance", "prompt_covariance", "make_plan", "draw_picks", "read_picks", "projection"]
 
 MIX = 0.2  # share of the budget spread uniformly (Zrnic & Candes mix with the uniform rule)
 # A pick's least inclusion probability: below it one vote would count as over a million.
@@ -83,6 +87,8 @@ class Pairs:
     sq_residual: np.ndarray
     signals: tuple[str, ...]
     n_left_out: int = 0  # people's votes on pairs the judge gave no usable verdict on, left out
+    # Each pair's prompt (codes) where the ratings cluster by prompt; None where each pair is its own cluster.
+    prompt: np.ndarray | None = None
 
     def counts(self, wins: np.ndarray | None = None, totals: np.ndarray | None = None) -> PairCounts:
         """Per-pair ``wins`` of ``i`` out of ``totals`` summed per model pair, as :class:`PairCounts`
@@ -188,10 +194,16 @@ def pair_signals(frame: pd.DataFrame, judge: str, leave_out_unjudged: bool = Fal
     used = np.zeros(len(models), dtype=bool)
     used[pairs["i"].to_numpy()] = used[pairs["j"].to_numpy()] = True
     code = np.cumsum(used) - 1  # models the judge never saw are not rated here
+    # The clusters the ratings of these votes would take (people's and the judges' records together).
+    clustering = cluster_groups(frame, None)
+    prompt = None
+    if clustering.kind == "prompt":
+        of_pair = pd.Series(cluster_codes(clustering.groups)[own], index=rows.loc[own, "pair_id"].to_numpy())
+        prompt = of_pair[~of_pair.index.duplicated()].reindex(pairs.index).to_numpy()
     return Pairs(models=models[used], pair_id=pairs.index.to_numpy(), i=code[pairs["i"].to_numpy()],
                  j=code[pairs["j"].to_numpy()], verdict=verdict.to_numpy(), soft=np.asarray(soft, float),
                  n_votes=n_votes, y_votes=sums["y"].to_numpy(), sq_residual=sums["r"].to_numpy(),
-                 signals=tuple(signals), n_left_out=n_left_out)
+                 signals=tuple(signals), n_left_out=n_left_out, prompt=prompt)
 
 
 def residual_variance(pairs: Pairs) -> tuple[np.ndarray, bool]:
@@ -265,22 +277,47 @@ def inclusion_probs(score: np.ndarray, budget: float | np.ndarray, eligible: np.
     return out if np.ndim(budget) else out[0]
 
 
-def predicted_covariance(pairs: Pairs, inverse: np.ndarray, p: np.ndarray, v: np.ndarray, prob: np.ndarray
-                         ) -> np.ndarray:
+def prompt_covariance(pairs: Pairs) -> np.ndarray:
+    """The covariance of people's scores across the pairs of one prompt, summed over prompts
+    (``sum_g sum_{c != c' in g} e_c e_c' x_c x_c'^T``; zero without prompts): a model's answer to a
+    prompt sits in several of its pairs, so an answer better than its model's usual wins them
+    together. People's few votes in hand rarely fall on two pairs of one prompt; the judge saw
+    the same answers on every pair, so ``e`` is its verdicts' residual around its own strengths."""
+    m = len(pairs.models)
+    if pairs.prompt is None:
+        return np.zeros((m, m))
+    from analysis.ratings.bt import newton
+    from analysis.ratings.likelihoods import HalfTie
+
+    theta, _ = newton(HalfTie(), pairs.counts(pairs.verdict, np.ones(len(pairs.verdict))), np.zeros(m), l2=1e-3)
+    residual = pairs.verdict - 1.0 / (1.0 + np.exp(-(theta[pairs.i] - theta[pairs.j])))
+    scores = np.zeros((len(residual), m))
+    rows = np.arange(len(residual))
+    scores[rows, pairs.i], scores[rows, pairs.j] = residual, -residual
+    by_prompt = np.zeros((int(pairs.prompt.max()) + 1, m))
+    np.add.at(by_prompt, pairs.prompt, scores)
+    return by_prompt.T @ by_prompt - scores.T @ scores
+
+
+def predicted_covariance(pairs: Pairs, inverse: np.ndarray, p: np.ndarray, v: np.ndarray, prob: np.ndarray,
+                         full: np.ndarray | None = None) -> np.ndarray:
     """The ratings' covariance under inclusion probabilities ``prob`` (one row per design):
-    ``J^-1 + J^-1 D J^-1`` with ``D = sum (1/pi - 1) r x x^T`` and ``r`` the variance of the
+    ``full + J^-1 D J^-1`` with ``D = sum (1/pi - 1) r x x^T`` and ``r`` the variance of the
     rectifier ``(y - p) - lambda (verdict - p)``: ``(1 - lambda) a + lambda v + lambda (lambda - 1) b``
     with ``a = p(1-p)`` (people alone), ``v`` (the residual around the verdict) and
-    ``b = (verdict - p)^2``. Per design the ``lambda`` of :data:`_LAMBDAS` with the smallest
-    summed variance is kept, as PPI++'s tuning picks one ``lambda`` for all pairs."""
+    ``b = (verdict - p)^2``. ``full`` is the covariance with people on every pair (``J^-1`` by
+    default; :func:`make_plan` adds the prompts' covariance). Per design the ``lambda`` of
+    :data:`_LAMBDAS` with the smallest summed variance is kept, as PPI++'s tuning picks one
+    ``lambda`` for all pairs."""
     prob = np.atleast_2d(prob)
     counts = pairs.counts()
     inflation = 1.0 / np.maximum(prob, 1e-12) - 1.0
     a, b = p * (1 - p), (pairs.verdict - p) ** 2
+    full = inverse if full is None else full
     best, best_trace = None, None
     for lam in _LAMBDAS:
         r = np.clip((1 - lam) * a + lam * v + lam * (lam - 1) * b, 0.0, None)
-        cov = inverse + inverse @ _laplacian(counts, pairs.per_model_pair(inflation * r)) @ inverse
+        cov = full + inverse @ _laplacian(counts, pairs.per_model_pair(inflation * r)) @ inverse
         trace = np.trace(cov, axis1=1, axis2=2)
         if best is None:
             best, best_trace = cov, trace
@@ -374,7 +411,8 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
                          "what the planner would have done, hold some of their votes out with --holdout SHARE)")
     grid = np.unique(np.r_[0, np.round(np.geomspace(1, available, _GRID)), budget].clip(0, available))
     designs = {name: _design(s, in_hand, grid) for name, s in score.items()}
-    covs = {name: predicted_covariance(pairs, inverse, p, v, d) for name, d in designs.items()}
+    full = inverse + inverse @ prompt_covariance(pairs) @ inverse
+    covs = {name: predicted_covariance(pairs, inverse, p, v, d, full) for name, d in designs.items()}
     at = int(np.searchsorted(grid, min(budget, available)))
     table = pd.DataFrame({"model": pairs.models.astype(str), **{name: widths(c[at], level) for name, c in covs.items()},
                           # no votes in hand: people alone have no interval yet
@@ -430,13 +468,15 @@ def draw_picks(plan: Plan, rng: np.random.Generator) -> pd.DataFrame:
 class Replay:
     """A plan checked on votes people already gave: their votes on a share of the pairs held out,
     the plan made from the rest, its picks answered with held-out votes, rated (PPI++ weighted
-    by the picks' inclusion probabilities, by pair: the planner's model) and the widths compared."""
+    by the picks' inclusion probabilities, clustered as ``analysis.ratings --ppi`` clusters them)
+    and the widths compared."""
 
     plan: Plan
     widths: pd.DataFrame  # model, predicted, replayed (Elo points, upper - lower)
     n_held_out: int  # pairs whose people's votes were held out
     n_picked: int  # of them, picked and answered with one held-out vote each
     n_in_hand: int  # pairs whose votes stayed in hand
+    clustering: str = "clustered by pair_id"  # how the replayed ratings clustered (Clustering.describe)
 
     @property
     def ratio(self) -> float:
@@ -476,10 +516,11 @@ def replay(frame: pd.DataFrame, judge: str, holdout: float, budget: int, *, stra
     picks = picks[answered.to_numpy()]
     chosen = set(picks["pair_id"])
     votes = frame[~people | frame["pair_id"].isin(chosen).to_numpy()]
-    rated = ppi_ratings(votes, judge, picks=picks, cluster="pair").table.table.set_index("model")
+    rated = ppi_ratings(votes, judge, picks=picks).table.table.set_index("model")  # clustered as the command would
     widths = pd.DataFrame({"model": plan.widths["model"], "predicted": plan.widths[strategy].to_numpy()})
     widths["replayed"] = (rated["upper"] - rated["lower"]).reindex(widths["model"]).to_numpy()
-    return Replay(plan, widths, len(held), int((~picks["in_hand"]).sum()), int(plan.in_hand.sum()))
+    return Replay(plan, widths, len(held), int((~picks["in_hand"]).sum()), int(plan.in_hand.sum()),
+                  cluster_groups(votes, None).describe())
 
 
 def read_picks(path: str) -> pd.DataFrame:

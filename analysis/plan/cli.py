@@ -39,7 +39,9 @@ def describe(plan: Plan, n_picked: int, out: str, seed: int, level: float = 0.95
                  f"inclusion probabilities {plan.prob.min():.3f}-{plan.prob.max():.3f}) -> {out}")
     w = plan.widths
     width = max(5, *(len(m) for m in w["model"]))
-    lines += ["", f"expected {level:.0%} interval widths (Elo points, upper - lower), people plus judge:",
+    clustered = ("" if pairs.prompt is None else
+                 f", clustered by prompt ({int(pairs.prompt.max()) + 1} prompts) as the ratings command clusters them")
+    lines += ["", f"expected {level:.0%} interval widths (Elo points, upper - lower), people plus judge{clustered}:",
               f"{'model':<{width}}  {'now':>7}  {'active':>7}  {'uniform':>7}"]
     lines += [f"{r.model:<{width}}  {r.now:7.1f}  {r.active:7.1f}  {r.uniform:7.1f}" for r in w.itertuples()]
     lines += ["", "N more votes (one per picked pair) under each design; '-' if labelling every pair would not do it:"]
@@ -56,7 +58,7 @@ def describe_replay(checked: Replay, share: float) -> str:
     width = max(5, *(len(m) for m in w["model"]))
     lines = ["", f"hold-out check: people's votes on {checked.n_held_out} pairs ({share:.0%}) held out, "
              f"{checked.n_in_hand} pairs in hand; {checked.n_picked} of the picks answered with a held-out vote, "
-             "rated with the judge (PPI++, weighted by inverse inclusion probability, by pair)",
+             f"rated with the judge (PPI++, weighted by inverse inclusion probability, {checked.clustering})",
              f"{'model':<{width}}  {'predicted':>9}  {'replayed':>8}"]
     lines += [f"{r.model:<{width}}  {r.predicted:9.1f}  {r.replayed:8.1f}" for r in w.itertuples()]
     lines.append(f"mean predicted width / mean replayed width: {checked.ratio:.2f}")
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                           "predicted_gain": plan.gain, "calibrated": plan.calibrated, "n_picked": n_new,
                           "widths": plan.widths.replace(np.inf, None).to_dict("records"), "more_votes": plan.more.to_dict("records"),
                           "target_width": plan.target_width, "n_left_out": plan.pairs.n_left_out,
+                          "n_prompts": None if plan.pairs.prompt is None else int(plan.pairs.prompt.max()) + 1,
                           **({} if checked is None else {"holdout": {
                               "share": args.holdout, "n_held_out": checked.n_held_out, "n_picked": checked.n_picked,
                               "ratio": checked.ratio, "widths": checked.widths.to_dict("records")}})}, indent=2))
