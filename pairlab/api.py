@@ -77,9 +77,8 @@ def _table(votes, all_votes: bool) -> tuple[pd.DataFrame, list[str], list[str] |
     """The record table of ``votes`` with the votes the leaderboard counts (every vote with
     ``all_votes``), as the report command reads them; what its reading skipped or left out, and
     its paths (None for a table)."""
-    from pairlab.ratable import leaderboard_votes
-
     from analysis.importers.columnar import table_of_frame
+    from pairlab.ratable import leaderboard_votes
 
     paths = _paths(votes)
     table, notes = (table_of_frame(votes), []) if paths is None else _read(paths, skip_bad=False)

@@ -59,7 +59,8 @@ def test_a_dataframe_the_report_cannot_read_is_named_not_a_key_error():
     had raised KeyError: 'mode' on any table that read_votes had not made."""
     battles = pd.DataFrame({"model_a": ["A", "B", "A"] * 10, "model_b": ["B", "C", "C"] * 10,
                             "winner": ["model_a", "model_b", "tie"] * 10})
-    assert pairlab.bias_report(battles, bootstrap=20, rating_bootstrap=10).to_dict()["judges"]["human"]["n_records"] == 30
+    report = pairlab.bias_report(battles, bootstrap=20, rating_bootstrap=10).to_dict()
+    assert report["judges"]["human"]["n_records"] == 30
     bad = _votes(False)
     bad.loc[17, "winner"] = "banana"
     with pytest.raises(ValueError, match="^row 18 of the table: unknown winner"):

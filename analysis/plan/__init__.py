@@ -50,7 +50,8 @@ from analysis.ratings.ppi import _outcome_from_i
 from analysis.stats import cluster_codes, cluster_groups, z_two_sided
 
 __all__ = ["MIX", "GAIN_WORTH", "Pairs", "Plan", "pair_signals", "residual_variance", "inclusion_probs",
-           "predicted_gain", "predicted_covariance", "prompt_covariance", "make_plan", "draw_picks", "read_picks", "projection"]
+           "predicted_gain", "predicted_covariance", "prompt_covariance", "make_plan", "draw_picks", "read_picks",
+           "projection"]
 
 MIX = 0.2  # share of the budget spread uniformly (Zrnic & Candes mix with the uniform rule)
 # A pick's least inclusion probability: below it one vote would count as over a million.

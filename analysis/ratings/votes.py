@@ -297,11 +297,11 @@ def rate_battles(frame: pd.DataFrame, method: str = "bt", *, ppi: str | None = N
 
 
 def _between_two_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """The battles of two different models, and a note on those of a model
-    against itself, left out: its outcome drops out of every rating's likelihood (and an Elo
-    update moves the model by nothing), so it says nothing of any model's strength; kept, it made
-    every fit refuse all the votes. The other analyses keep them (a judge's position lean
-    between two copies of one answer is position alone)."""
+    """The battles of two different models, and a note on those of a model against itself, left
+    out: its outcome drops out of every rating's likelihood (and an Elo update moves the model by
+    nothing), so it says nothing of any model's strength; kept, it made every fit refuse all the
+    votes. The other analyses keep them (a judge's position lean between two copies of one answer
+    is position alone)."""
     a, b = frame["model_a"], frame["model_b"]
     try:
         same = a == b
@@ -313,8 +313,8 @@ def _between_two_models(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
     where = (frame["pair_id"][same].astype(str).head(3).tolist() if "pair_id" in frame.columns
              else [f"row {k + 1}" for k in np.flatnonzero(same)[:3]])
     more = ", ..." if same.sum() > len(where) else ""
-    note = (f"left out {int(same.sum())} of {len(frame)} battles of a model against itself ({', '.join(where)}{more}): "
-            "they say nothing of any model's strength against another")
+    note = (f"left out {int(same.sum())} of {len(frame)} battles of a model against itself "
+            f"({', '.join(where)}{more}): they say nothing of any model's strength against another")
     return frame[~same].reset_index(drop=True), note
 
 
