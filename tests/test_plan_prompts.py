@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.plan import make_plan, prompt_covariance, pair_signals
+from analysis.plan import make_plan, prompt_covariance
 from analysis.ratings.ppi import ppi_ratings
 from analysis.stats import z_two_sided
 from test_clustering_coverage import MODELS, THETA
@@ -55,8 +55,7 @@ def _predicted_and_true(sigma_u: float, seed: int) -> tuple[np.ndarray, np.ndarr
         predicted.append(plan.widths.set_index("model")["now"].reindex(MODELS).to_numpy())
         rated = ppi_ratings(frame, "J").table.table.set_index("model")["rating"]
         ratings.append(rated.reindex(MODELS).to_numpy())
-        pairs = pair_signals(frame, "J")
-        share.append(np.trace(prompt_covariance(pairs)) / (len(I) * PROMPTS))
+        share.append(np.trace(prompt_covariance(plan.pairs)) / (len(I) * PROMPTS))
     true = 2 * z_two_sided(0.95) * np.std(ratings, axis=0, ddof=1)
     return np.mean(predicted, axis=0), true, np.array(share)
 
