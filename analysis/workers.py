@@ -37,13 +37,22 @@ def available_cpus() -> int:
 
 
 def _forked_pool(n: int):
-    return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
+    # The workers are born with SIGINT blocked, so a Ctrl-C that reaches one before its
+    # initializer ignores it stays pending there, then is dropped: arriving while a worker still
+    # ran Python's after-fork hooks, it printed a KeyboardInterrupt traceback ("Exception
+    # ignored in ... _after_fork"). The parent's own waits until the pool is made.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _leave_interrupts_to_the_parent() -> None:
     # Ctrl-C reaches every process of the terminal's group: the parent's KeyboardInterrupt
     # stops the pool, and a worker's own would only add its traceback to the screen.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _run(call: tuple[int, str, tuple]) -> tuple[int, Any]:

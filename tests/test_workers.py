@@ -48,3 +48,37 @@ def test_progress_counts_each_result_as_it_arrives():
     with Workers(2, {"square": lambda x: x * x}) as pool:
         assert pool.run([("square", (k,)) for k in range(5)], progress, desc="squares") == [0, 1, 4, 9, 16]
     assert seen == [("squares", 5)]
+
+
+_BORN_SLOW = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job has it
+os.register_at_fork(after_in_child=lambda: time.sleep(1.0))  # a worker slow to start, as on a busy machine
+from analysis.workers import Workers
+try:
+    with Workers(2, {"wait": lambda: time.sleep(10)}) as pool:
+        print("forked", flush=True)
+        pool.run([("wait", ())] * 2)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.process  # the signal reaches a process group, as from a terminal
+def test_ctrl_c_while_a_worker_is_still_starting_prints_no_traceback():
+    """A Ctrl-C that reaches a worker before its initializer ignores it: the worker was still in
+    Python's after-fork hooks, and its KeyboardInterrupt printed a traceback (CI saw it once in the
+    report's Ctrl-C test). Born with SIGINT blocked, the worker drops it; the parent stops."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", _BORN_SLOW], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout.readline().strip() == "forked"
+    os.killpg(proc.pid, signal.SIGINT)  # the workers are still in their after-fork sleep
+    out, err = proc.communicate(timeout=60)
+    assert out.strip() == "interrupted" and "Traceback" not in err, err
