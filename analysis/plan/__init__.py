@@ -287,10 +287,7 @@ def prompt_covariance(pairs: Pairs) -> np.ndarray:
     m = len(pairs.models)
     if pairs.prompt is None:
         return np.zeros((m, m))
-    from analysis.ratings.bt import newton
-    from analysis.ratings.likelihoods import HalfTie
-
-    theta, _ = newton(HalfTie(), pairs.counts(pairs.verdict, np.ones(len(pairs.verdict))), np.zeros(m), l2=1e-3)
+    theta = _strengths(pairs, judge=True)
     residual = pairs.verdict - 1.0 / (1.0 + np.exp(-(theta[pairs.i] - theta[pairs.j])))
     scores = np.zeros((len(residual), m))
     rows = np.arange(len(residual))
@@ -430,15 +427,16 @@ def make_plan(frame: pd.DataFrame, judge: str, budget: float, *, strategy: str =
                 curve=pd.DataFrame({"more_votes": grid, **{name: widths(c, level).mean(axis=1) for name, c in covs.items()}}))
 
 
-def _strengths(pairs: Pairs) -> np.ndarray:
+def _strengths(pairs: Pairs, judge: bool = False) -> np.ndarray:
     """Current log-strengths, on people's scale: from people's votes in hand (a tie half a win),
     a light ridge keeping them finite; the judge's verdicts only where people have not voted
-    yet. Pooling the judge's verdicts with people's reads the judge's view of the gaps as
-    people's: "A and B separate after N votes" then promises gaps people do not see."""
+    yet (or with ``judge``: the judge's own). Pooling the judge's verdicts with people's reads
+    the judge's view of the gaps as people's: "A and B separate after N votes" then promises
+    gaps people do not see."""
     from analysis.ratings.bt import newton
     from analysis.ratings.likelihoods import HalfTie
 
-    voted = pairs.n_votes.sum() > 0
+    voted = not judge and pairs.n_votes.sum() > 0
     counts = (pairs.counts(pairs.y_votes, pairs.n_votes) if voted
               else pairs.counts(pairs.verdict, np.ones(len(pairs.verdict))))
     theta, _ = newton(HalfTie(), counts, np.zeros(len(pairs.models)), l2=1e-3 if not voted else 0.1)
