@@ -6,6 +6,10 @@ that data, named by a key, and only its arguments and its result travel (pickled
 estimator takes its seed as an argument, so a task's result does not depend on the process
 that ran it, nor on the order in which tasks finish.
 
+A :class:`Helper` is one such process forked early, before the data: it gets ready (imports,
+compiles) while this process reads and analyses, then runs the calls handed to it while this
+one goes on, each answered when asked for.
+
 Where fork is not available (or one worker is asked for), the same tasks run in this
 process, one after the other.
 """
@@ -18,14 +22,14 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Helper", "Workers", "available_cpus"]
 
 # Below this many verdicts forking workers costs more than it saves.
 PARALLEL_ROWS = 20_000
 
-# The closures of the pool being forked: a forked worker finds them here, in its copy of
-# this module, so they are never pickled.
-_TASKS: dict[str, Callable[..., Any]] = {}
+# The closures of the pools being forked, by pool: a forked worker finds them here, in its copy
+# of this module, so they are never pickled.
+_TASKS: dict[int, dict[str, Callable[..., Any]]] = {}
 
 
 def available_cpus() -> int:
@@ -36,28 +40,42 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _forked_pool(n: int):
+def _can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _forked_pool(n: int, tasks: dict[str, Callable[..., Any]], prepare: Callable[[], None] | None = None):
+    """``n`` workers forked now, ``tasks`` registered for them; each runs ``prepare`` first."""
+    _TASKS[id(tasks)] = tasks
     # The workers are born with SIGINT blocked, so a Ctrl-C that reaches one before its
     # initializer ignores it stays pending there, then is dropped: arriving while a worker still
     # ran Python's after-fork hooks, it printed a KeyboardInterrupt traceback ("Exception
     # ignored in ... _after_fork"). The parent's own waits until the pool is made.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        return multiprocessing.get_context("fork").Pool(n, initializer=_leave_interrupts_to_the_parent)
+        return multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(prepare,))
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _leave_interrupts_to_the_parent() -> None:
+def _start(prepare: Callable[[], None] | None) -> None:
     # Ctrl-C reaches every process of the terminal's group: the parent's KeyboardInterrupt
     # stops the pool, and a worker's own would only add its traceback to the screen.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if prepare is not None:
+        prepare()
 
 
-def _run(call: tuple[int, str, tuple]) -> tuple[int, Any]:
-    index, key, args = call
-    return index, _TASKS[key](*args)
+def _stop(pool, tasks: dict[str, Callable[..., Any]]) -> None:
+    pool.terminate()
+    pool.join()
+    _TASKS.pop(id(tasks), None)
+
+
+def _run(call: tuple[int, int, str, tuple]) -> tuple[int, Any]:
+    index, pool, key, args = call
+    return index, _TASKS[pool][key](*args)
 
 
 class _Sized:
@@ -80,23 +98,19 @@ class Workers:
     instead, one call after another."""
 
     def __init__(self, n: int, tasks: dict[str, Callable[..., Any]]):
-        self.n = n if "fork" in multiprocessing.get_all_start_methods() else 1
-        self.tasks = tasks
+        self.n = n if _can_fork() else 1
+        self.tasks = dict(tasks)
         self._pool = None
 
     def __enter__(self) -> Workers:
         if self.n > 1:
-            _TASKS.update(self.tasks)
-            self._pool = _forked_pool(self.n)
+            self._pool = _forked_pool(self.n, self.tasks)
         return self
 
     def __exit__(self, *exc) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            _stop(self._pool, self.tasks)
             self._pool = None
-            for key in self.tasks:
-                _TASKS.pop(key, None)
 
     def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None,
             desc: str = "") -> list[Any]:
@@ -108,10 +122,61 @@ class Workers:
         if self._pool is None:
             done: Iterator = ((i, self.tasks[key](*args)) for i, (key, args) in enumerate(calls))
         else:
-            done = self._pool.imap_unordered(_run, [(i, key, args) for i, (key, args) in enumerate(calls)])
+            pool = id(self.tasks)
+            done = self._pool.imap_unordered(_run, [(i, pool, key, args) for i, (key, args) in enumerate(calls)])
         if progress is not None:
             done = progress(_Sized(iter(done), len(calls)), desc=desc)
         results: list[Any] = [None] * len(calls)
         for index, result in done:
             results[index] = result
         return results
+
+
+class _Done:
+    """A call already made here: :meth:`Helper.submit`'s answer without a helper process."""
+
+    def __init__(self, result: Any):
+        self._result = result
+
+    def get(self) -> Any:
+        return self._result
+
+
+class _Pending:
+    def __init__(self, pending):
+        self._pending = pending
+
+    def get(self) -> Any:
+        return self._pending.get()[1]
+
+
+class Helper:
+    """One process forked on entering (use as a context manager), before the data it is not
+    given: it runs ``prepare`` (the imports and compiling its calls need) while this process
+    goes on, then each call handed to it by :meth:`submit`, in turn, while this process goes on
+    again. ``tasks`` (name -> function) are what it runs; their arguments and results travel
+    pickled. Not forked (``fork`` False, or no fork on this OS): each call is made here, when
+    it is handed over, and ``prepare`` is left to the calls."""
+
+    def __init__(self, tasks: dict[str, Callable[..., Any]], prepare: Callable[[], None] | None = None,
+                 fork: bool = True):
+        self.forked = fork and _can_fork()
+        self.tasks, self.prepare = dict(tasks), prepare
+        self._pool = None
+
+    def __enter__(self) -> Helper:
+        if self.forked:
+            self._pool = _forked_pool(1, self.tasks, self.prepare)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            _stop(self._pool, self.tasks)
+            self._pool = None
+
+    def submit(self, task: str, *args) -> _Done | _Pending:
+        """``tasks[task](*args)``, run in the helper; ``.get()`` of the answer waits for its
+        result (or raises its error)."""
+        if self._pool is None:
+            return _Done(self.tasks[task](*args))
+        return _Pending(self._pool.apply_async(_run, ((0, id(self.tasks), task, args),)))

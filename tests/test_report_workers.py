@@ -1,8 +1,15 @@
-"""The report's work spread over its workers (analysis.workers): the figures drawn as tasks
-there are the figures drawn after the report, a figure that fails stops the report with its
-error, and what several judges share (their reference's ceiling) is worked out once."""
+"""The report's work spread over its workers and its helper (analysis.workers): the figures the
+helper draws while the report is computed are the figures drawn after the report, a figure
+that fails stops the report with its error, the command's helper draws and writes so that the
+process reading the records never imports matplotlib or compiles a template, and what several
+judges share (their reference's ceiling) is worked out once."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +29,7 @@ def records() -> list[Record]:
     return [Record.from_dict(r) for r in synthetic_records(400)]
 
 
-def test_figures_drawn_by_the_workers_are_those_drawn_from_the_finished_report(records):
+def test_figures_drawn_by_the_helper_are_those_drawn_from_the_finished_report(records):
     """The figures of the raters' own estimates are drawn before the judges are judged: they
     must come out as drawn from the finished report, byte for byte, as must the rest."""
     report, figs = build_report_with_figures(records, workers=2, **KNOBS)
@@ -33,13 +40,46 @@ def test_figures_drawn_by_the_workers_are_those_drawn_from_the_finished_report(r
     assert report_json(report, summary_blocks(report)) == report_json(alone, summary_blocks(alone))
 
 
-def test_a_figure_that_fails_in_a_worker_stops_the_report_with_its_error(records, monkeypatch):
+def test_a_figure_that_fails_in_the_helper_stops_the_report_with_its_error(records, monkeypatch):
     def broken(report):
         raise ValueError("the ratings figure cannot be drawn")
 
-    monkeypatch.setitem(FIGURES, "ratings", broken)  # before the fork: the workers draw with it
+    monkeypatch.setitem(FIGURES, "ratings", broken)  # before the fork: the helper draws with it
     with pytest.raises(ValueError, match="the ratings figure cannot be drawn"):
         build_report_with_figures(records, workers=2, **KNOBS)
+
+
+_REPORT_THEN_MODULES = """
+import sys
+from analysis.report.cli import main
+main(sys.argv[1:])
+print(" ".join(m for m in ("matplotlib", "jinja2") if m in sys.modules))
+"""
+
+
+@pytest.mark.process  # what a fresh process imports
+def test_the_command_s_helper_draws_and_writes_so_the_reading_process_imports_neither(tmp_path):
+    """On more than one core the command forks its helper before reading the records: the helper
+    imports matplotlib and compiles the templates meanwhile, draws the figures and writes the
+    files; the process that reads and analyses never imports either (on one core it does both
+    itself). The files are those the command writes in one process (``--workers 1``)."""
+    from analysis.report.figures import helper_forks
+    from pairlab.records import write_records
+
+    root = Path(__file__).resolve().parents[1]
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=3))
+    outputs = {}
+    for label, options in (("helper", []), ("alone", ["--workers", "1"])):
+        proc = subprocess.run([sys.executable, "-c", _REPORT_THEN_MODULES, "--votes", str(votes), "--out",
+                               str(tmp_path / label), "--quiet", "--rating-bootstrap", "20", *options],
+                              cwd=root, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+        assert proc.returncode == 0, proc.stderr
+        outputs[label] = proc.stdout.splitlines()[-1].split()
+    assert outputs["helper"] == ([] if helper_forks(None) else ["matplotlib", "jinja2"])
+    assert outputs["alone"] == ["matplotlib", "jinja2"]
+    for name in ("report.json", "report.md", "report.html"):
+        assert (tmp_path / "helper" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes(), name
 
 
 def test_a_reference_shared_by_several_judges_is_measured_against_itself_once(records, monkeypatch):

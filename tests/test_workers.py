@@ -1,4 +1,5 @@
-"""analysis.workers: tasks over the parent's data in forked workers, results in call order."""
+"""analysis.workers: tasks over the parent's data in forked workers, results in call order; a
+helper forked early that gets ready while its parent works."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from analysis.workers import Workers
+from analysis.workers import Helper, Workers
 
 
 def test_forked_workers_read_the_parents_data_and_keep_the_call_order():
@@ -54,7 +55,7 @@ _BORN_SLOW = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job has it
 os.register_at_fork(after_in_child=lambda: time.sleep(1.0))  # a worker slow to start, as on a busy machine
-from analysis.workers import Workers
+from analysis.workers import Helper, Workers
 try:
     with Workers(2, {"wait": lambda: time.sleep(10)}) as pool:
         print("forked", flush=True)
@@ -82,3 +83,44 @@ def test_ctrl_c_while_a_worker_is_still_starting_prints_no_traceback():
     os.killpg(proc.pid, signal.SIGINT)  # the workers are still in their after-fork sleep
     out, err = proc.communicate(timeout=60)
     assert out.strip() == "interrupted" and "Traceback" not in err, err
+
+
+def _ready_file(path: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(str(os.getpid()))
+
+
+def test_a_helper_gets_ready_while_its_parent_works_then_answers_in_its_own_process(tmp_path):
+    ready = tmp_path / "ready"
+    with Helper({"pid": lambda: open(ready).read(), "square": lambda x: (x * x, os.getpid())},
+                prepare=lambda: _ready_file(str(ready))) as helper:
+        assert helper.forked
+        waited = 0.0
+        while not ready.exists() and waited < 30:  # made by the helper, while this process goes on
+            time.sleep(0.05)
+            waited += 0.05
+        pending = [helper.submit("square", k) for k in range(3)]
+        assert [p.get()[0] for p in pending] == [0, 1, 4]
+        pids = {p.get()[1] for p in pending}
+        assert pids == {int(helper.submit("pid").get())} and os.getpid() not in pids
+
+
+def test_an_error_in_a_helper_reaches_the_caller_when_it_asks():
+    def fail(x):
+        raise ValueError(f"cannot draw {x}")
+
+    with Helper({"fail": fail}) as helper:
+        pending = helper.submit("fail", "ratings")
+        with pytest.raises(ValueError, match="cannot draw ratings"):
+            pending.get()
+
+
+def test_a_helper_not_forked_makes_each_call_here_when_handed_over():
+    seen, prepared = [], []
+    with Helper({"note": lambda x: seen.append(x) or os.getpid()}, prepare=lambda: prepared.append(1),
+                fork=False) as helper:
+        assert not helper.forked
+        pending = helper.submit("note", "a")
+        assert seen == ["a"]  # made already, before anything asked for it
+        assert pending.get() == os.getpid()
+    assert prepared == []  # what the calls need they import themselves

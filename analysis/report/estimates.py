@@ -276,7 +276,8 @@ def _build_report(
     The numbers do not depend on it. ``cluster`` (``"pair"``, ``"prompt"``; None: the prompt
     whenever a prompt carries more than one pair) is the unit every interval treats as
     independent (:func:`analysis.stats.cluster_groups`). With ``draw``, also the report's
-    figures (:func:`analysis.report.figures.figures`), drawn as tasks of the same workers; else None.
+    figures (:func:`analysis.report.figures.figures`), handed to ``draw`` as their estimates are
+    made (:func:`build_report_drawing`); else None.
     """
 
     table = records if isinstance(records, pd.DataFrame) else record_table.from_records(list(records))
@@ -344,7 +345,7 @@ def _build_report(
     # The raters' estimates first, then what judges each judge (it needs its reference's
     # ratings): each a task, spread over the workers, the longest handed out first.
     tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task,
-             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged), "figure": draw[2] if draw else None}
+             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged)}
     # No more workers than tasks in a round (a rater each, then up to two a judge).
     n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     with Workers(n_workers, tasks) as pool:
@@ -359,23 +360,21 @@ def _build_report(
         ceilings = sorted({references[n] for n in judges
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
         # The figures of the raters' own estimates are drawn while the judges are judged, the rest after.
-        early, late = (list(draw[0]), list(draw[1])) if draw else ([], [])
+        early = draw[2](draw[0], assemble(reports)) if draw else None
         done = _run_named(pool, {
             **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n)) for n in judges},
             **{("worth", n): (n, reports[n].ratings.bt) for n in valued},
-            **{("ceiling", r): (r,) for r in ceilings},
-            **{("figure", f): (f, assemble(reports)) for f in early}}, progress, desc="judging the judges")
+            **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges")
         for name in judges:
             ceiling = done.get(("ceiling", references[name]))
             reports[name] = replace(reports[name], **judging.with_ceiling(done[("judge", name)], ceiling))
         worth_done = [done[("worth", n)] for n in valued]
         report = assemble(reports, tuple(w for found, _ in worth_done for w in found),
                           tuple(note for _, notes in worth_done for note in notes))
-        drawn = {f: done[("figure", f)] for f in early}
-        if late:
-            finished = _run_named(pool, {("figure", f): (f, report) for f in late})
-            drawn.update({f: finished[("figure", f)] for f in late})
-    figs = {f: drawn[f] for f in (*early, *late) if drawn.get(f) is not None} if draw else None
+    if not draw:
+        return report, None
+    drawn = {**early.get(), **draw[2](draw[1], report).get()}
+    figs = {f: drawn[f] for f in (*draw[0], *draw[1]) if drawn[f] is not None}
     return report, figs
 
 
@@ -486,9 +485,10 @@ def build_report(*args, **kwargs) -> BiasReport:
 
 def build_report_drawing(*args, draw: tuple[Sequence[str], Sequence[str], Callable],
                          **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
-    """:func:`build_report`, and figures drawn as tasks of its workers: ``draw`` is (the names
-    drawn from the raters' own estimates while the judges are judged, the names drawn once they
-    are, ``draw(name, report) -> PNG bytes or None``); see
+    """:func:`build_report`, and its figures: ``draw`` is (the names drawn from the raters' own
+    estimates, handed over while the judges are judged; the names handed over once they are; a
+    function taking names and the report as it stands and answering a handle whose ``get()``
+    gives ``{name: PNG bytes or None}``, as :meth:`analysis.workers.Helper.submit` does); see
     :func:`analysis.report.figures.build_report_with_figures`."""
     return _in_one_blas_thread(*args, draw=draw, **kwargs)
 

@@ -15,16 +15,18 @@ widen the margin they sit in; a panel beside another is never narrower than ``MI
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from analysis.report.estimates import BiasReport, build_report_drawing
 from analysis.report.leaderboard_figure import leaderboard_figure
 from analysis.report.plotting import (LABEL, PAD, TICK, TITLE, TITLE_PAD, X_TICKS, color as _color, few_ticks,
-                                      intervals, legend_height, legend_width, new_figure, place, png, set_title,
-                                      text_height, text_width, tick_width, wrap)
+                                      intervals, legend_height, legend_width, new_figure, place, png, prepare,
+                                      set_title, text_height, text_width, tick_width, wrap)
 from analysis.report.worth_section import projection_figure, worth_figure
 from analysis.stats.clusters import ci_label
+from analysis.workers import Helper, available_cpus
 
 
 __all__ = ["build_report_with_figures", "families_figure", "figures", "length_figure", "position_figure",
@@ -288,7 +290,7 @@ FIGURES = {
 }
 
 # The figures drawn from the raters' own estimates alone (no judge's leaderboard, no judge's
-# worth): the report's workers draw them while the judges are being judged.
+# worth): drawn while the judges are being judged.
 FROM_RATERS = frozenset({"position", "length", "families", "ratings"})
 
 
@@ -298,17 +300,37 @@ def figure(report: BiasReport, name: str) -> bytes | None:
     return None if fig is None else png(fig)
 
 
-def _drawn(name: str, report: BiasReport) -> bytes | None:  # a worker task's argument order
-    return figure(report, name)
+def draw_figures(names: Sequence[str], report: BiasReport) -> dict[str, bytes | None]:
+    """:func:`figure` of each of ``names``: a drawing helper's task (:func:`drawing_helper`)."""
+    return {name: figure(report, name) for name in names}
 
 
-def build_report_with_figures(*args, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
-    """:func:`analysis.report.build_report`, and the figures :func:`figures` gives, drawn as tasks
-    of the report's workers: those from the raters' own estimates while the judges are judged,
-    the rest side by side once they are."""
+def helper_forks(workers: int | None) -> bool:
+    """Whether the report's figures (and files) are made by a helper process of their own: on
+    more than one core, unless one process (``workers`` 1) is asked for."""
+    return workers != 1 and available_cpus() > 1
+
+
+def drawing_helper(workers: int | None = None) -> Helper:
+    """A helper (:class:`analysis.workers.Helper`) that imports matplotlib as soon as it is entered,
+    then draws figures (task ``figures``: :func:`draw_figures`)."""
+    return Helper({"figures": draw_figures}, prepare=prepare, fork=helper_forks(workers))
+
+
+def build_report_with_figures(*args, helper: Helper | None = None, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
+    """:func:`analysis.report.build_report`, and the figures :func:`figures` gives, drawn by
+    ``helper`` (one with the task ``figures``; by default a :func:`drawing_helper` entered now)
+    while the report is computed: those from the raters' own estimates while the judges are
+    judged, the rest once they are."""
+    if helper is None:
+        with drawing_helper(kwargs.get("workers")) as own:
+            return build_report_with_figures(*args, helper=own, **kwargs)
     early = [f for f in FIGURES if f in FROM_RATERS]
     late = [f for f in FIGURES if f not in FROM_RATERS]
-    return build_report_drawing(*args, draw=(early, late, _drawn), **kwargs)
+    def draw(names: Sequence[str], report: BiasReport):
+        return helper.submit("figures", names, report)
+
+    return build_report_drawing(*args, draw=(early, late, draw), **kwargs)
 
 
 def figures(report: BiasReport) -> dict[str, bytes]:

@@ -18,8 +18,8 @@ import functools
 import io
 
 __all__ = ["COLORS", "DPI", "FONT", "LABEL", "PAD", "TICK", "TITLE", "TITLE_PAD", "X_TICKS", "color", "data_uri",
-           "draw", "few_ticks", "intervals", "legend_height", "legend_width", "new_figure", "place", "png", "set_title",
-           "text_height", "text_width", "tick_labels", "tick_width", "wrap"]
+           "draw", "few_ticks", "intervals", "legend_height", "legend_width", "new_figure", "place", "png", "prepare",
+           "set_title", "text_height", "text_width", "tick_labels", "tick_width", "wrap"]
 
 DPI = 110
 FONT = 10.0  # points: matplotlib's text, tick label and axis label size
@@ -90,6 +90,19 @@ def wrap(text: str, width: float, size: float = FONT) -> str:
                 lines.append("")
             lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
     return "\n".join(lines)
+
+
+def prepare() -> None:
+    """What the first figure would do before drawing: import the parts of matplotlib the figures
+    use and load the font. A process that draws later (:class:`analysis.workers.Helper`) does it
+    while the report is computed."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.patches  # noqa: F401
+    import matplotlib.ticker  # noqa: F401
+    import PIL.Image  # noqa: F401
+
+    text_width("0")
 
 
 def new_figure(size: tuple[float, float], n: int = 1, **axes):

@@ -15,16 +15,17 @@ from pathlib import Path
 
 from analysis.judgment_table import HUMAN_RATER
 from analysis.report.estimates import BiasReport
-from analysis.report.figures import figures
+from analysis.report.figures import draw_figures, figures, helper_forks
 from analysis.report.formatting import fmt as _fmt, fmt_ci as _fmt_ci, pct, pct_ci, points, points_ci
 from analysis.report.judge_sections import judging_context
-from analysis.report.plotting import data_uri
+from analysis.report.plotting import data_uri, prepare as prepare_drawing
 from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.worth_section import read as worth_read
 from analysis.stats.clusters import ci_label
+from analysis.workers import Helper
 from pairlab.files import write_text
 
-__all__ = ["render_html", "render_markdown", "write_report"]
+__all__ = ["render_html", "render_markdown", "report_helper", "write_report"]
 
 
 def _context(doc: dict) -> dict:
@@ -234,3 +235,20 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     write_text(paths["md"], _markdown(context))
     write_text(paths["html"], _html(context, figures(report) if figs is None else figs))
     return paths
+
+
+def _prepare() -> None:
+    prepare_drawing()
+    env = _env()
+    for name in env.list_templates():
+        env.get_template(name)
+
+
+def report_helper(workers: int | None = None) -> Helper:
+    """The helper process (:class:`analysis.workers.Helper`) that makes what the report shows: entered
+    before the records are read, it imports matplotlib and compiles the templates while they are
+    read and analysed, then draws the figures (task ``figures``, for
+    :func:`analysis.report.build_report_with_figures`) and writes the files (task ``write``:
+    :func:`write_report`). In this process, as each is asked for, where
+    :func:`analysis.report.figures.helper_forks` says no (``workers`` 1, one core)."""
+    return Helper({"figures": draw_figures, "write": write_report}, prepare=_prepare, fork=helper_forks(workers))
