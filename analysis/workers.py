@@ -6,9 +6,9 @@ that data, named by a key, and only its arguments and its result travel (pickled
 estimator takes its seed as an argument, so a task's result does not depend on the process
 that ran it, nor on the order in which tasks finish.
 
-A :class:`Helper` is one such process forked early, before the data: it gets ready (imports,
-compiles) while this process reads and analyses, then runs the calls handed to it while this
-one goes on, each answered when asked for.
+A :class:`Helper` is one such process forked early, before the data it works on exists: it gets
+ready (imports, compiles) while this process analyses, then runs the calls handed to it while
+this one goes on, each answered when asked for.
 
 Where fork is not available (or one worker is asked for), the same tasks run in this
 process, one after the other.

@@ -20,7 +20,7 @@ Python writes it unless PYTHONDONTWRITEBYTECODE is set, and as pip writes it at 
 
 Also a report of an ordinary size, PandaLM's 999 pairs from ``../shared/data/pandalm`` (people and
 two judges), as the command runs it (its helper process imports matplotlib and compiles the
-templates while the records are read, then draws the figures while the judges are judged and
+templates while the records are analysed, then draws the figures while the judges are judged and
 writes the files) against the same command in one process (``--workers 1``: the figures and
 files made after the estimates), in alternating pairs.
 
@@ -72,8 +72,8 @@ import contextlib, io, sys, time
 from analysis.importers.columnar import read_table
 from analysis.report.figures import build_report_with_figures
 from analysis.report.render import report_helper
+t0 = time.perf_counter(); table, _ = read_table([sys.argv[1]])
 with report_helper() as helper:
-    t0 = time.perf_counter(); table, _ = read_table([sys.argv[1]])
     t1 = time.perf_counter(); report, figs = build_report_with_figures(table, helper=helper)
     t2 = time.perf_counter(); helper.submit("write", report, sys.argv[2], figs).get()
     t3 = time.perf_counter()

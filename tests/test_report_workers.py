@@ -59,9 +59,9 @@ print(" ".join(m for m in ("matplotlib", "jinja2") if m in sys.modules))
 
 @pytest.mark.process  # what a fresh process imports
 def test_the_command_s_helper_draws_and_writes_so_the_reading_process_imports_neither(tmp_path):
-    """On more than one core the command forks its helper before reading the records: the helper
-    imports matplotlib and compiles the templates meanwhile, draws the figures and writes the
-    files; the process that reads and analyses never imports either (on one core it does both
+    """On more than one core the command forks its helper once the records are read: the helper
+    imports matplotlib and compiles the templates while they are analysed, draws the figures and
+    writes the files; the process that reads and analyses never imports either (on one core it does both
     itself). The files are those the command writes in one process (``--workers 1``)."""
     from analysis.report.figures import helper_forks
     from pairlab.records import write_records

@@ -149,29 +149,30 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from analysis.report.render import report_helper
     from pairlab.ratable import leaderboard_votes
 
-    # Entered before the records are read: the helper readies its drawing and templates meanwhile.
+    try:
+        table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
+                                    progress=None if args.quiet else _bytes_bar)
+    except (RecordError, OSError) as exc:
+        fail(str(exc))
+    if not len(table):
+        # Say why where an import said it (a file of pairs still to be judged, every row skipped).
+        why = f" ({skipped[0]})" if skipped else ""
+        fail("no records found in " + ", ".join(args.votes) + why)
+    issues = [str(i) for i in skipped]
+    table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
+    if not len(table):
+        fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
+    if issues:  # the detail goes into the report; the terminal gets one line
+        print(f"note: {_count_notes(issues)}: each one is listed in the report", file=sys.stderr)
+    if rule_note:
+        issues.append(rule_note)
+        print(f"note: {rule_note}", file=sys.stderr)
+    timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
+    for note in timing_notes:
+        print(f"note: {note}", file=sys.stderr)
+    # The helper readies its drawing and templates while the records are analysed (not while they are
+    # read: the reader keeps every core busy).
     with report_helper(args.workers) as helper:
-        try:
-            table, skipped = read_table(args.votes, skip_bad=args.skip_bad,
-                                        progress=None if args.quiet else _bytes_bar)
-        except (RecordError, OSError) as exc:
-            fail(str(exc))
-        if not len(table):
-            # Say why where an import said it (a file of pairs still to be judged, every row skipped).
-            why = f" ({skipped[0]})" if skipped else ""
-            fail("no records found in " + ", ".join(args.votes) + why)
-        issues = [str(i) for i in skipped]
-        table, rule_note = leaderboard_votes(table, all_votes=args.all_votes)
-        if not len(table):
-            fail(f"no votes to analyse in {', '.join(args.votes)}: {rule_note}")
-        if issues:  # the detail goes into the report; the terminal gets one line
-            print(f"note: {_count_notes(issues)}: each one is listed in the report", file=sys.stderr)
-        if rule_note:
-            issues.append(rule_note)
-            print(f"note: {rule_note}", file=sys.stderr)
-        timings, timing_notes = read_run_timings(args.votes)  # judges.run manifests beside the records
-        for note in timing_notes:
-            print(f"note: {note}", file=sys.stderr)
         try:
             report, figs = build_report_with_figures(
                 table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,

@@ -246,8 +246,8 @@ def _prepare() -> None:
 
 def report_helper(workers: int | None = None) -> Helper:
     """The helper process (:class:`analysis.workers.Helper`) that makes what the report shows: entered
-    before the records are read, it imports matplotlib and compiles the templates while they are
-    read and analysed, then draws the figures (task ``figures``, for
+    once the records are read, it imports matplotlib and compiles the templates while they are
+    analysed, then draws the figures (task ``figures``, for
     :func:`analysis.report.build_report_with_figures`) and writes the files (task ``write``:
     :func:`write_report`). In this process, as each is asked for, where
     :func:`analysis.report.figures.helper_forks` says no (``workers`` 1, one core)."""
