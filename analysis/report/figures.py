@@ -327,6 +327,7 @@ def build_report_with_figures(*args, helper: Helper | None = None, **kwargs) -> 
             return build_report_with_figures(*args, helper=own, **kwargs)
     early = [f for f in FIGURES if f in FROM_RATERS]
     late = [f for f in FIGURES if f not in FROM_RATERS]
+
     def draw(names: Sequence[str], report: BiasReport):
         return helper.submit("figures", names, report)
 
