@@ -113,11 +113,12 @@ class Workers:
             self._pool = None
 
     def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None,
-            desc: str = "") -> list[Any]:
+            desc: str = "", arrived: Callable[[int, Any], None] | None = None) -> list[Any]:
         """Each ``(task, args)`` in ``calls`` run once; the results in the order of ``calls``.
 
         Give the longest calls first: they are handed out in this order. ``progress(items,
-        desc)``, if given, wraps the results as they arrive (a tqdm bar)."""
+        desc)``, if given, wraps the results as they arrive (a tqdm bar); ``arrived(index,
+        result)``, if given, is called here with each as it arrives, while the rest still run."""
         calls = list(calls)
         if self._pool is None:
             done: Iterator = ((i, self.tasks[key](*args)) for i, (key, args) in enumerate(calls))
@@ -129,6 +130,8 @@ class Workers:
         results: list[Any] = [None] * len(calls)
         for index, result in done:
             results[index] = result
+            if arrived is not None:
+                arrived(index, result)
         return results
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import analysis.report.estimates as estimates
 from analysis.report import build_report, build_report_with_figures, report_json
-from analysis.report.figures import FIGURES, FROM_RATERS, figures
+from analysis.report.figures import DRAWN_FROM, FIGURES, figures
 from analysis.report.summary import summary_blocks
 from pairlab.records import Record
 from report_sample import synthetic_records
@@ -30,10 +30,11 @@ def records() -> list[Record]:
 
 
 def test_figures_drawn_by_the_helper_are_those_drawn_from_the_finished_report(records):
-    """The figures of the raters' own estimates are drawn before the judges are judged: they
-    must come out as drawn from the finished report, byte for byte, as must the rest."""
+    """Each figure is drawn as soon as what it shows is known: the raters' before the judges are
+    judged, the judges' leaderboards before their worth is priced or their ceiling measured. Each
+    must come out as drawn from the finished report, byte for byte."""
     report, figs = build_report_with_figures(records, workers=2, **KNOBS)
-    assert set(FROM_RATERS) < set(FIGURES)
+    assert list(DRAWN_FROM) == list(FIGURES) and {"raters", "judges", "worth"} == set(DRAWN_FROM.values())
     assert {"position", "length", "families", "ratings", "leaderboards", "worth"} <= set(figs)
     assert figs == figures(report)
     alone = build_report(records, workers=1, **KNOBS)  # and drawing changes no number

@@ -262,7 +262,7 @@ def _build_report(
     timings: dict[str, RunTiming] | None = None,
     workers: int | None = None,
     cluster: str | None = None,
-    draw: tuple[Sequence[str], Sequence[str], Callable] | None = None,
+    draw: tuple[dict[str, str], Callable] | None = None,
 ) -> tuple[BiasReport, dict[str, bytes] | None]:
     """All bias estimates for every rater in ``records`` (humans pooled as ``human``);
     ``records`` may be records or their table (:mod:`pairlab.record_table`).
@@ -359,30 +359,56 @@ def _build_report(
         # A reference's agreement with itself, once for all the judges it is the reference of.
         ceilings = sorted({references[n] for n in judges
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
-        # The figures of the raters' own estimates are drawn while the judges are judged, the rest after.
-        early = draw[2](draw[0], assemble(reports)) if draw else None
+        def with_judges(done: dict) -> dict[str, RaterReport]:  # the judges' results so far (a ceiling may be to come)
+            return {**reports, **{n: replace(reports[n], **judging.with_ceiling(
+                done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges if ("judge", n) in done}}
+
+        def priced(done: dict) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+            found = [done[("worth", n)] for n in valued]
+            return tuple(w for worth, _ in found for w in worth), tuple(note for _, notes in found for note in notes)
+
+        # Each figure handed to ``draw`` as soon as what it shows is known, while the rest is computed.
+        stages, submit = draw if draw else ({}, None)
+        drawing = []
+
+        def hand(stage: str, report: BiasReport) -> None:
+            names = [f for f, source in stages.items() if source == stage]
+            if names:
+                drawing.append(submit(names, report))
+
+        hand("raters", assemble(reports))
         done = _run_named(pool, {
             **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n)) for n in judges},
             **{("worth", n): (n, reports[n].ratings.bt) for n in valued},
-            **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges")
-        for name in judges:
-            ceiling = done.get(("ceiling", references[name]))
-            reports[name] = replace(reports[name], **judging.with_ceiling(done[("judge", name)], ceiling))
-        worth_done = [done[("worth", n)] for n in valued]
-        report = assemble(reports, tuple(w for found, _ in worth_done for w in found),
-                          tuple(note for _, notes in worth_done for note in notes))
+            **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges", once=[
+                ([("judge", n) for n in judges], lambda done: hand("judges", assemble(with_judges(done)))),
+                ([("worth", n) for n in valued], lambda done: hand("worth", assemble(reports, *priced(done))))])
+        report = assemble(with_judges(done), *priced(done))
     if not draw:
         return report, None
-    drawn = {**early.get(), **draw[2](draw[1], report).get()}
-    figs = {f: drawn[f] for f in (*draw[0], *draw[1]) if drawn[f] is not None}
-    return report, figs
+    drawn = {name: image for handle in drawing for name, image in handle.get().items()}
+    return report, {f: drawn[f] for f in stages if drawn[f] is not None}
 
 
-def _run_named(pool: Workers, calls: dict[tuple, tuple], progress: Callable | None = None,
-               desc: str = "") -> dict[tuple, object]:
+def _run_named(pool: Workers, calls: dict[tuple, tuple], progress: Callable | None = None, desc: str = "",
+               once: Sequence[tuple[Sequence[tuple], Callable[[dict], None]]] = ()) -> dict[tuple, object]:
     """Each call, keyed ``(task, name...)`` -> ``args``, run once on ``pool``: results by key, so no
-    result is found by its place in a list. Given the longest first, as :meth:`Workers.run` hands them out."""
-    return dict(zip(calls, pool.run([(key[0], args) for key, args in calls.items()], progress, desc=desc)))
+    result is found by its place in a list. Given the longest first, as :meth:`Workers.run` hands them out.
+    ``once``: ``(keys, then)`` pairs, ``then(results so far)`` called as soon as every one of ``keys``
+    has arrived, while the rest still run."""
+    keys, done = list(calls), {}
+    waiting = list(once)
+
+    def arrived(index: int | None = None, result=None) -> None:
+        if index is not None:
+            done[keys[index]] = result
+        for entry in [w for w in waiting if all(k in done for k in w[0])]:
+            waiting.remove(entry)
+            entry[1](done)
+
+    arrived()  # what waits on nothing
+    pool.run([(key[0], args) for key, args in calls.items()], progress, desc=desc, arrived=arrived)
+    return done
 
 
 def _rated_table(table: pd.DataFrame, human_prefix: str | None, panel: bool):

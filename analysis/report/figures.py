@@ -289,9 +289,10 @@ FIGURES = {
     "projection": lambda report: projection_figure(report.worth),
 }
 
-# The figures drawn from the raters' own estimates alone (no judge's leaderboard, no judge's
-# worth): drawn while the judges are being judged.
-FROM_RATERS = frozenset({"position", "length", "families", "ratings"})
+# What each figure is drawn from, so that it is drawn as soon as that is known, while the rest is
+# computed: the raters' own estimates, the judges' leaderboards, the judges' worth.
+DRAWN_FROM = {"leaderboards": "judges", "position": "raters", "length": "raters", "families": "raters",
+              "ratings": "raters", "worth": "worth", "projection": "worth"}
 
 
 def figure(report: BiasReport, name: str) -> bytes | None:
@@ -320,18 +321,17 @@ def drawing_helper(workers: int | None = None) -> Helper:
 def build_report_with_figures(*args, helper: Helper | None = None, **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
     """:func:`analysis.report.build_report`, and the figures :func:`figures` gives, drawn by
     ``helper`` (one with the task ``figures``; by default a :func:`drawing_helper` entered now)
-    while the report is computed: those from the raters' own estimates while the judges are
-    judged, the rest once they are."""
+    while the report is computed, each as soon as what it shows is known (:data:`DRAWN_FROM`):
+    those from the raters' own estimates while the judges are judged, the judges' leaderboards
+    while their worth is priced."""
     if helper is None:
         with drawing_helper(kwargs.get("workers")) as own:
             return build_report_with_figures(*args, helper=own, **kwargs)
-    early = [f for f in FIGURES if f in FROM_RATERS]
-    late = [f for f in FIGURES if f not in FROM_RATERS]
 
     def draw(names: Sequence[str], report: BiasReport):
         return helper.submit("figures", names, report)
 
-    return build_report_drawing(*args, draw=(early, late, draw), **kwargs)
+    return build_report_drawing(*args, draw=({f: DRAWN_FROM[f] for f in FIGURES}, draw), **kwargs)
 
 
 def figures(report: BiasReport) -> dict[str, bytes]:
