@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,27 @@ def test_a_reference_shared_by_several_judges_is_measured_against_itself_once(re
     assert len(calls) == 1
     assert all(r.leaderboard.ceiling is not None and r.leaderboard.ceiling == judges[0].leaderboard.ceiling
                for r in judges)
+
+
+def test_a_figure_is_handed_over_as_soon_as_what_it_shows_is_known(tmp_path):
+    """``once``: the judges' figure is handed over when every judge is judged, while their worth
+    is still being priced (here: a worth that waits for the handover)."""
+    from analysis.report.estimates import _run_named
+    from analysis.workers import Workers
+
+    release = tmp_path / "release"
+
+    def worth() -> str:
+        for _ in range(600):
+            if release.exists():
+                return "priced"
+            time.sleep(0.05)
+        return "priced after the last judge, not before"
+
+    handed = []
+    with Workers(2, {"judge": lambda n: f"judged {n}", "worth": worth}) as pool:
+        done = _run_named(pool, {("worth",): (), ("judge", "a"): ("a",), ("judge", "b"): ("b",)},
+                          once=[([("judge", "a"), ("judge", "b")],
+                                 lambda got: handed.append(sorted(got)) or release.write_text("go"))])
+    assert done[("worth",)] == "priced"
+    assert handed == [[("judge", "a"), ("judge", "b")]]  # the worth was not in yet

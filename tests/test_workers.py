@@ -124,3 +124,23 @@ def test_a_helper_not_forked_makes_each_call_here_when_handed_over():
         assert seen == ["a"]  # made already, before anything asked for it
         assert pending.get() == os.getpid()
     assert prepared == []  # what the calls need they import themselves
+
+
+def test_each_result_is_handed_over_as_it_arrives_while_the_rest_still_run(tmp_path):
+    """``arrived`` sees the quick call's result while the slow one still runs: the slow one waits
+    for a file that only the handover of the quick one's result writes."""
+    release = tmp_path / "release"
+
+    def slow() -> str:
+        for _ in range(600):
+            if release.exists():
+                return "released"
+            time.sleep(0.05)
+        return "never released"
+
+    def arrived(index: int, result) -> None:
+        if result == "quick":
+            release.write_text("go")
+
+    with Workers(2, {"slow": slow, "quick": lambda: "quick"}) as pool:
+        assert pool.run([("slow", ()), ("quick", ())], arrived=arrived) == ["released", "quick"]
