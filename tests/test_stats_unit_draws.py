@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.stats.resample import _DRAW_CELLS, _poisson_multinomial, _unit_draws, kind_draws
+import analysis.stats.resample as resample
+from analysis.stats.resample import _UNIT_DRAW_CELLS, _poisson_multinomial, _unit_draws, kind_draws
 
 
 def _check_multinomial(draws: np.ndarray, counts: np.ndarray) -> None:
@@ -45,10 +46,23 @@ def test_kinds_of_about_one_unit_are_drawn_unit_by_unit():
     counts = np.r_[np.ones(4_000, dtype=np.int64), np.full(500, 3), 600]
     n, rounds = int(counts.sum()), 3_000
     chunks = list(kind_draws(counts, rounds, np.random.default_rng(7), columns=10))
-    assert max(len(c) for c in chunks) * (n + len(counts)) <= _DRAW_CELLS and len(chunks) > 1
+    assert max(len(c) for c in chunks) * (n + len(counts)) <= _UNIT_DRAW_CELLS and len(chunks) > 1
     draws = np.concatenate(chunks)
     rng = np.random.default_rng(7)
     assert np.array_equal(draws, np.concatenate([_unit_draws(counts, len(c), rng) for c in chunks]))
     _check_multinomial(draws, counts)
     again = np.concatenate(list(kind_draws(counts, rounds, np.random.default_rng(7), columns=10)))
     assert np.array_equal(draws, again)
+
+
+@pytest.mark.parametrize("cells", [20_000, 333_333, 50_000_000])
+def test_unit_draws_do_not_hang_on_the_chunk_size(monkeypatch, cells):
+    """The chunk is sized for the processor's cache, never for the numbers: the same seed gives the
+    same rounds in chunks of 3 rounds, of 64 or all at once."""
+    counts = np.r_[np.ones(5_000, dtype=np.int64), np.full(40, 2)]
+    rounds = 200
+    before = np.concatenate(list(kind_draws(counts, rounds, np.random.default_rng(11))))
+    monkeypatch.setattr(resample, "_UNIT_DRAW_CELLS", cells)
+    chunks = list(kind_draws(counts, rounds, np.random.default_rng(11)))
+    assert len(chunks) == -(-rounds // max(1, cells // (5_040 + 5_080)))  # kinds and units a round holds
+    assert np.array_equal(np.concatenate(chunks), before)
