@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from analysis.report.figures import DRAWN_FROM, FIGURES, figures
 from analysis.report.summary import summary_blocks
 from pairlab.records import Record
 from report_sample import synthetic_records
+from support import wait_until
 
 KNOBS = dict(n_boot=40, rating_bootstrap=20, seed=0)
 
@@ -112,11 +112,8 @@ def test_a_figure_is_handed_over_as_soon_as_what_it_shows_is_known(tmp_path):
     release = tmp_path / "release"
 
     def worth() -> str:
-        for _ in range(600):
-            if release.exists():
-                return "priced"
-            time.sleep(0.05)
-        return "priced after the last judge, not before"
+        wait_until(release.exists, timeout=30, what="the judges' handover while the worth runs")
+        return "priced"
 
     handed = []
     with Workers(2, {"judge": lambda n: f"judged {n}", "worth": worth}) as pool:

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from analysis.workers import Helper, Workers
+from support import wait_until
 
 
 def test_forked_workers_read_the_parents_data_and_keep_the_call_order():
@@ -55,7 +56,7 @@ _BORN_SLOW = """
 import os, signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job has it
 os.register_at_fork(after_in_child=lambda: time.sleep(1.0))  # a worker slow to start, as on a busy machine
-from analysis.workers import Helper, Workers
+from analysis.workers import Workers
 try:
     with Workers(2, {"wait": lambda: time.sleep(10)}) as pool:
         print("forked", flush=True)
@@ -95,10 +96,7 @@ def test_a_helper_gets_ready_while_its_parent_works_then_answers_in_its_own_proc
     with Helper({"pid": lambda: open(ready).read(), "square": lambda x: (x * x, os.getpid())},
                 prepare=lambda: _ready_file(str(ready))) as helper:
         assert helper.forked
-        waited = 0.0
-        while not ready.exists() and waited < 30:  # made by the helper, while this process goes on
-            time.sleep(0.05)
-            waited += 0.05
+        wait_until(ready.exists, timeout=30, what="the helper's prepare")  # while this process goes on
         pending = [helper.submit("square", k) for k in range(3)]
         assert [p.get()[0] for p in pending] == [0, 1, 4]
         pids = {p.get()[1] for p in pending}
@@ -132,11 +130,8 @@ def test_each_result_is_handed_over_as_it_arrives_while_the_rest_still_run(tmp_p
     release = tmp_path / "release"
 
     def slow() -> str:
-        for _ in range(600):
-            if release.exists():
-                return "released"
-            time.sleep(0.05)
-        return "never released"
+        wait_until(release.exists, timeout=30, what="the quick call's result handed over")
+        return "released"
 
     def arrived(index: int, result) -> None:
         if result == "quick":
