@@ -59,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not add the virtual judge 'panel' (majority of every LLM judge's verdicts per pair)")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="processes to spread the raters' estimates over (default: every CPU this process may use "
-                        f"once there are {PARALLEL_ROWS:,} verdicts or more, else 1); the numbers do not depend on it")
+                        f"once there are {PARALLEL_ROWS:,} verdicts or more, else 1); on more than one CPU a helper "
+                        "process also draws the figures and writes the files meanwhile, unless N is 1; the numbers "
+                        "do not depend on it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
