@@ -64,7 +64,13 @@ def _start(prepare: Callable[[], None] | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if prepare is not None:
-        prepare()
+        # Getting ready is a head start, never a condition: an error here would kill the process,
+        # and the pool would fork it again and again while its caller waited for ever. A call that
+        # needs what failed meets the error itself, and its caller gets it.
+        try:
+            prepare()
+        except Exception:
+            pass
 
 
 def _stop(pool, tasks: dict[str, Callable[..., Any]]) -> None:
@@ -141,7 +147,7 @@ class _Done:
     def __init__(self, result: Any):
         self._result = result
 
-    def get(self) -> Any:
+    def get(self, timeout: float | None = None) -> Any:
         return self._result
 
 
@@ -149,8 +155,10 @@ class _Pending:
     def __init__(self, pending):
         self._pending = pending
 
-    def get(self) -> Any:
-        return self._pending.get()[1]
+    def get(self, timeout: float | None = None) -> Any:
+        """The call's result, or its error raised here; ``multiprocessing.TimeoutError`` after
+        ``timeout`` seconds (None: wait for it)."""
+        return self._pending.get(timeout)[1]
 
 
 class Helper:

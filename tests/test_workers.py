@@ -139,3 +139,19 @@ def test_each_result_is_handed_over_as_it_arrives_while_the_rest_still_run(tmp_p
 
     with Workers(2, {"slow": slow, "quick": lambda: "quick"}) as pool:
         assert pool.run([("slow", ()), ("quick", ())], arrived=arrived) == ["released", "quick"]
+
+
+def test_a_helper_whose_preparation_fails_still_answers_and_the_call_that_needs_it_fails():
+    """A ``prepare`` that raises (matplotlib broken, say) must not leave the caller waiting: the
+    pool would fork the process again and again. The calls run; one that needs what failed says so."""
+    def prepare():
+        raise ImportError("no module named 'matplotlib'")
+
+    def draw():
+        raise ImportError("no module named 'matplotlib'")
+
+    with Helper({"draw": draw, "add": lambda a, b: a + b}, prepare=prepare) as helper:
+        assert helper.forked
+        assert helper.submit("add", 2, 3).get(timeout=60) == 5
+        with pytest.raises(ImportError, match="matplotlib"):
+            helper.submit("draw").get(timeout=60)
