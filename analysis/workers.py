@@ -177,7 +177,11 @@ class Helper:
 
     def __enter__(self) -> Helper:
         if self.forked:
-            self._pool = _forked_pool(1, self.tasks, self.prepare)
+            try:
+                self._pool = _forked_pool(1, self.tasks, self.prepare)
+            except OSError:  # no process of its own here (no /dev/shm for the pool's locks): the calls run here
+                _TASKS.pop(id(self.tasks), None)
+                self.forked = False
         return self
 
     def __exit__(self, *exc) -> None:

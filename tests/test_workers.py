@@ -155,3 +155,17 @@ def test_a_helper_whose_preparation_fails_still_answers_and_the_call_that_needs_
         assert helper.submit("add", 2, 3).get(timeout=60) == 5
         with pytest.raises(ImportError, match="matplotlib"):
             helper.submit("draw").get(timeout=60)
+
+
+def test_a_helper_that_cannot_be_forked_makes_its_calls_here(monkeypatch):
+    """Where a pool cannot be made (no /dev/shm for its locks, as in some sandboxes), the calls run
+    in this process: a report of any size needs no second process."""
+    import analysis.workers as workers
+
+    def no_pool(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(workers, "_forked_pool", no_pool)
+    with Helper({"pid": os.getpid}) as helper:
+        assert not helper.forked
+        assert helper.submit("pid").get() == os.getpid()
