@@ -45,7 +45,8 @@ def _can_fork() -> bool:
 
 
 def _forked_pool(n: int, tasks: dict[str, Callable[..., Any]], prepare: Callable[[], None] | None = None):
-    """``n`` workers forked now, ``tasks`` registered for them; each runs ``prepare`` first."""
+    """``n`` workers forked now, ``tasks`` registered for them; each runs ``prepare`` first. A pool
+    that cannot be made (OSError) leaves nothing registered."""
     _TASKS[id(tasks)] = tasks
     # The workers are born with SIGINT blocked, so a Ctrl-C that reaches one before its
     # initializer ignores it stays pending there, then is dropped: arriving while a worker still
@@ -54,6 +55,9 @@ def _forked_pool(n: int, tasks: dict[str, Callable[..., Any]], prepare: Callable
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         return multiprocessing.get_context("fork").Pool(n, initializer=_start, initargs=(prepare,))
+    except OSError:
+        _TASKS.pop(id(tasks), None)
+        raise
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -180,7 +184,6 @@ class Helper:
             try:
                 self._pool = _forked_pool(1, self.tasks, self.prepare)
             except OSError:  # no process of its own here (no /dev/shm for the pool's locks): the calls run here
-                _TASKS.pop(id(self.tasks), None)
                 self.forked = False
         return self
 

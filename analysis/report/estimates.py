@@ -359,6 +359,7 @@ def _build_report(
         # A reference's agreement with itself, once for all the judges it is the reference of.
         ceilings = sorted({references[n] for n in judges
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
+
         def with_judges(done: dict) -> dict[str, RaterReport]:  # the judges' results so far (a ceiling may be to come)
             return {**reports, **{n: replace(reports[n], **judging.with_ceiling(
                 done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges if ("judge", n) in done}}
@@ -509,13 +510,13 @@ def build_report(*args, **kwargs) -> BiasReport:
     return _in_one_blas_thread(*args, **kwargs)[0]
 
 
-def build_report_drawing(*args, draw: tuple[Sequence[str], Sequence[str], Callable],
+def build_report_drawing(*args, draw: tuple[dict[str, str], Callable],
                          **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
-    """:func:`build_report`, and its figures: ``draw`` is (the names drawn from the raters' own
-    estimates, handed over while the judges are judged; the names handed over once they are; a
-    function taking names and the report as it stands and answering a handle whose ``get()``
-    gives ``{name: PNG bytes or None}``, as :meth:`analysis.workers.Helper.submit` does); see
-    :func:`analysis.report.figures.build_report_with_figures`."""
+    """:func:`build_report`, and its figures: ``draw`` is (each figure's name -> what it is drawn
+    from, ``"raters"``, ``"judges"`` or ``"worth"``, in the order the figures are shown; a function
+    taking names and the report as it stands once that is known, answering a handle whose
+    ``get()`` gives ``{name: PNG bytes or None}``, as :meth:`analysis.workers.Helper.submit`
+    does); see :func:`analysis.report.figures.build_report_with_figures`."""
     return _in_one_blas_thread(*args, draw=draw, **kwargs)
 
 
