@@ -33,6 +33,7 @@ two orders disagree gives a tie, as a judge's debiased verdict elsewhere in the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -258,11 +259,6 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
     ).compressed()
 
 
-def _per_pair(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``sum_c w_c values_c`` per model pair for each round's weights: ``(rounds, pairs)``."""
-    return bincount_rows(data.pair, weights * values, len(data.i))
-
-
 _COLUMNS = ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")  # the counts every sum is linear in
 
 
@@ -295,6 +291,9 @@ class _Rounds:
         self._prompt_shares: tuple[np.ndarray, np.ndarray] | None = None
         self._kept: tuple[tuple[np.ndarray, ...], list[np.ndarray]] | None = None
         self._cell_parts: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+        self._squares = None  # the sparse matrix of :meth:`moments`, the data's alone
+        self._moments: np.ndarray | None = None
+        self._split_moments: tuple[tuple[np.ndarray, ...], list[np.ndarray]] | None = None
 
     def __len__(self) -> int:
         return len(self.weights)
@@ -314,6 +313,8 @@ class _Rounds:
         out._prompt_shares = None if self._prompt_shares is None else tuple(x[rows] for x in self._prompt_shares)
         out._cell_parts = None if self._cell_parts is None else tuple(
             tuple(x[:, rows] for x in part) for part in self._cell_parts)
+        out._squares, out._split_moments = self._squares, None
+        out._moments = None if self._moments is None else self._moments[rows]
         return out
 
     def repeat(self, times: int) -> _Rounds:
@@ -339,6 +340,36 @@ class _Rounds:
                 sums = [_into_bins(data.pair, n_pairs, getattr(data, name)).T.tocsr() @ by_row for name in _COLUMNS]
             self._pair_sums = np.stack(sums).transpose(2, 0, 1).reshape(len(self), k, n_pairs)
         return self._pair_sums
+
+    def moments(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """By pair, each round's second moments of the rows' counts per model pair,
+        ``sum_c w_c col_k[c] col_l[c]`` over the rows ``c`` of the pair for every two of
+        :data:`_COLUMNS`, ``(rounds, pairs, 5, 5)``: what every sandwich of the round takes from
+        its rows (:func:`_moment_crosses`), at any pilot and any ``lambda``. ``weights`` (a split's,
+        ``(rounds, rows)``): that split's; None: the rounds' own, kept."""
+        if weights is None and self._moments is not None:
+            return self._moments
+        data, n_pairs, k = self.data, len(self.data.i), len(_COLUMNS)
+        upper = np.triu_indices(k)
+        if self._squares is None:  # row c's products into its pair's bin, a block of pairs per product
+            from scipy import sparse
+
+            columns = [getattr(data, name) for name in _COLUMNS]
+            self._squares = sparse.vstack([_into_bins(data.pair, n_pairs, columns[a] * columns[b]).T
+                                           for a, b in zip(*upper)], format="csr")
+        w = self.weights if weights is None else weights
+        sums = (self._squares @ np.ascontiguousarray(w.T)).reshape(len(upper[0]), n_pairs, len(w))
+        out = np.empty((len(w), n_pairs, k, k))
+        out[:, :, upper[0], upper[1]] = out[:, :, upper[1], upper[0]] = sums.transpose(2, 1, 0)
+        if weights is None:
+            self._moments = out
+        return out
+
+    def split_moments(self, splits: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """:meth:`moments` of each of ``splits``, kept for the next call with the same splits."""
+        if self._split_moments is None or self._split_moments[0] is not splits:
+            self._split_moments = (splits, [self.moments(w) for w in splits])
+        return self._split_moments[1]
 
     @property
     def cells(self) -> _PromptCells:
@@ -428,37 +459,6 @@ def _solve(rounds: _Rounds, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, di
     return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
-def _scatter(data: PPIData, weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``sum_c w_c values_rkc (e_i - e_j)`` over the clusters ``c`` (summed per model pair
-    first), for each round ``r`` (its weights ``w``) and each row ``k`` of its ``values``
-    ``(rounds, k, clusters)``: ``(rounds, k, models)`` from two bincounts however many
-    rows, the sums one row at a time would give."""
-    rounds, k, n_rows = values.shape
-    per_pair = bincount_rows(data.pair, (values * weights[:, None, :]).reshape(rounds * k, n_rows), len(data.i))
-    m = data.n_models
-    return (bincount_rows(data.i, per_pair, m) - bincount_rows(data.j, per_pair, m)).reshape(rounds, k, m)
-
-
-@dataclass(frozen=True)
-class _Scores:
-    """Per-cluster scores of the two parts of the estimating equation, centred per part,
-    for each round (a leading axis on every field).
-
-    Each cluster's score is ``scalar * (e_i - e_j) - sum_v shares_v * means_v``: ``human``
-    (people's votes, mean over votes) and ``judge`` (``mean over judged pairs`` minus the
-    judge's predictions on the labelled votes, the part ``lambda`` multiplies). Centring each
-    mean by its own average is the variance of a mean of independent pairs whatever the
-    value of the estimating equation at ``theta``; for disjoint sets it is PPI++'s
-    ``Var(grad)/n + lambda^2 Var(grad_hat)/N``.
-    """
-
-    human: np.ndarray  # (rounds, clusters)
-    judge: np.ndarray
-    human_shares: np.ndarray  # (rounds, clusters, 3)
-    judge_shares: np.ndarray
-    means: np.ndarray  # (rounds, 3, models): judged pairs, people's votes, predictions on votes
-
-
 def _means(data: PPIData, per_pair: np.ndarray, p: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
     """Each part's mean score (per judged pair, per vote) that its clusters are centred by, from
     the weighted :data:`_COLUMNS` summed per model pair ``(rounds, 5, pairs)`` (the residuals are
@@ -473,34 +473,67 @@ def _means(data: PPIData, per_pair: np.ndarray, p: np.ndarray, n: np.ndarray, bi
     return (bincount_rows(data.i, flat, m) - bincount_rows(data.j, flat, m)).reshape(rounds, 3, m)
 
 
-def _scores(rounds: _Rounds, p: np.ndarray) -> _Scores:
-    data = rounds.data
-    pk = p[:, data.pair]
+@dataclass(frozen=True)
+class _Part:
+    """A part of every cluster's score, ``sum_k col_k[c] (a_kq x_q - b_k)`` (:func:`_pair_parts`)."""
+
+    a: np.ndarray  # (rounds, 5, pairs)
+    b: np.ndarray  # (rounds, 5, models)
+
+    def plus(self, lam: np.ndarray, other: _Part) -> _Part:
+        """This part plus ``lam`` (one per round) times ``other``."""
+        return _Part(self.a + lam[:, None, None] * other.a, self.b + lam[:, None, None] * other.b)
+
+
+def _pair_parts(rounds: _Rounds, p: np.ndarray) -> tuple[_Part, _Part]:
+    """By pair, people's part and the judge's part of the estimating equation at win
+    probabilities ``p``, each cluster's score centred by its part's mean (:func:`_means`).
+
+    A cluster ``c`` of model pair ``q`` scores ``s_c x_q - S_c M``: ``x_q = e_i - e_j``, ``s_c``
+    its residual (people's ``(y - n p) / n``; the judge's ``(yhat - N_c p) / N`` over judged
+    pairs minus its predictions on the votes ``(yhat_h - n_c p) / n``) and ``S_c M`` its share of
+    the means (people's votes ``n_c / n``; the judge's units ``N_c / N`` and votes). Both are
+    linear in the cluster's counts, so the score is ``sum_k col_k[c] (a_kq x_q - b_k)`` over
+    :data:`_COLUMNS`: a part is ``a`` ``(rounds, 5, pairs)`` and ``b`` ``(rounds, 5, models)``,
+    and ``lambda``'s combination of the parts is theirs. For disjoint sets it is PPI++'s
+    ``Var(grad)/n + lambda^2 Var(grad_hat)/N``."""
+    data, n_pairs = rounds.data, len(rounds.data.i)
     n, big_n = rounds.n[:, None], rounds.big_n[:, None]
-    r_judge = (data.yhat_judge - data.n_judge * pk) / big_n
-    r_human = (data.y_human - data.n_human * pk) / n
-    r_pred = (data.yhat_human - data.n_human * pk) / n
-    means = _means(data, rounds.pair_sums, p, rounds.n, rounds.big_n)
-    human_shares, judge_shares = np.zeros(pk.shape + (3,)), np.zeros(pk.shape + (3,))
-    human_shares[:, :, 1] = data.n_human / n
-    judge_shares[:, :, 0] = data.n_judge / big_n
-    judge_shares[:, :, 2] = -data.n_human / n
-    return _Scores(human=r_human, judge=r_judge - r_pred, human_shares=human_shares, judge_shares=judge_shares,
-                   means=means)
+    means = _means(data, rounds.pair_sums, p, rounds.n, rounds.big_n)  # judged pairs, votes, predictions
+    yhat_judge, n_judge, y_human, n_human, yhat_human = range(len(_COLUMNS))
+    human, judge = (_Part(np.zeros((len(p), len(_COLUMNS), n_pairs)), np.zeros((len(p), len(_COLUMNS), data.n_models)))
+                    for _ in range(2))
+    human.a[:, y_human], human.a[:, n_human] = 1 / n, -p / n
+    human.b[:, n_human] = means[:, 1] / n
+    judge.a[:, yhat_judge], judge.a[:, n_judge] = 1 / big_n, -p / big_n
+    judge.a[:, yhat_human], judge.a[:, n_human] = -1 / n, p / n
+    judge.b[:, n_judge], judge.b[:, n_human] = means[:, 0] / big_n, -means[:, 2] / n
+    return human, judge
 
 
-def _cross(data: PPIData, weights: np.ndarray, s: np.ndarray, s_shares: np.ndarray, t: np.ndarray,
-           t_shares: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """``sum_c w_c (s_c x_c - S_c M)(t_c x_c - T_c M)^T`` with ``x_c = e_i - e_j`` of its pair,
-    per round, in O(clusters + models^2): no (clusters, models) matrix is built. Clustered by
-    prompt, the sums run over prompts instead (:func:`_prompt_sums`)."""
-    out = _laplacian(data, _per_pair(data, weights, s * t))
-    both = _scatter(data, weights, np.concatenate([s[:, None, :] * t_shares.transpose(0, 2, 1),
-                                                   t[:, None, :] * s_shares.transpose(0, 2, 1)], axis=1))
-    left, right = both[:, :3], both[:, 3:]  # (rounds, 3, m) each
-    means_t = means.transpose(0, 2, 1)
-    out -= left.transpose(0, 2, 1) @ means + means_t @ right
-    out += means_t @ ((s_shares * weights[:, :, None]).transpose(0, 2, 1) @ t_shares) @ means
+def _moment_crosses(data: PPIData, moments: np.ndarray, pairs: Sequence[tuple[_Part, _Part]]) -> list[np.ndarray]:
+    """For each ``(left, right)`` of ``pairs``, ``sum_c w_c psi_c phi_c^T`` per round over the
+    clusters (rows of ``data``, each standing for its weight's clusters), ``psi`` scoring by
+    ``left`` and ``phi`` by ``right``: with ``Q_q`` the pair's :meth:`_Rounds.moments`,
+    ``sum_q sum_kl Q_qkl (a_kq x_q - b_k)(a'_lq x_q - b'_l)^T``, four terms of O(pairs x 5^2 +
+    models^2 x 5) per round however many rows. A part's ``a^T Q`` is taken once for every
+    product it is in (``Q`` symmetric: it is also ``Q a``)."""
+    incidence = np.zeros((data.n_models, len(data.i)))  # x_q, a column per model pair
+    incidence[data.i, np.arange(len(data.i))], incidence[data.j, np.arange(len(data.i))] = 1.0, -1.0
+    total = moments.sum(axis=1)
+    through: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    out = []
+    for left, right in pairs:
+        for part in (left, right):
+            if id(part) not in through:
+                aq = (part.a.transpose(0, 2, 1)[:, :, None, :] @ moments)[:, :, 0]  # (rounds, pairs, 5)
+                through[id(part)] = aq, incidence @ aq  # and summed onto the models, (rounds, models, 5)
+        (aq, left_x), (_, right_x) = through[id(left)], through[id(right)]
+        cross = _laplacian(data, np.einsum("rql,rlq->rq", aq, right.a))
+        cross -= left_x @ right.b
+        cross -= (right_x @ left.b).transpose(0, 2, 1)
+        cross += left.b.transpose(0, 2, 1) @ total @ right.b
+        out.append(cross)
     return out
 
 
@@ -544,7 +577,7 @@ def _transposed(a: np.ndarray, out: np.ndarray | None = None, block: int = 2048)
 
 def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per round and prompt, the summed scores ``sum_{c in g} w_c (v_c (e_i - e_j) - shares_c M)``
-    of people's part and of the judge's part (:class:`_Scores`), each ``(rounds, models, prompts)``
+    of people's part and of the judge's part (:func:`_pair_parts`), each ``(rounds, models, prompts)``
     (a round's prompts side by side, the layout its products with ``J^-1`` and over prompts read):
     a prompt's clusters are one cluster of the sandwich (Liang & Zeger 1986). Both are linear in
     the parts' values, so ``lambda``'s combination of them is theirs."""
@@ -617,10 +650,9 @@ def _fit_at(rounds: _Rounds, lam: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
         psi = human + lam[:, None, None] * judge
         meat = _grouped_cross(psi, psi, rounds.draws)
     else:
-        sc = _scores(rounds, p)
-        psi = sc.human + lam[:, None] * sc.judge
-        shares = sc.human_shares + lam[:, None, None] * sc.judge_shares
-        meat = _cross(data, rounds.weights, psi, shares, psi, shares, sc.means)
+        human, judge = _pair_parts(rounds, p)
+        psi = human.plus(lam, judge)
+        (meat,) = _moment_crosses(data, rounds.moments(), [(psi, psi)])
     bread, errors = _inverses(data, _information(rounds, p, lam))
     return bread @ meat @ bread, errors
 
@@ -630,17 +662,15 @@ def _tuned_lambda(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, dict[int,
     clusters): ``-tr(J^-1 C J^-1) / (2 tr(J^-1 V J^-1))`` with ``C`` the covariance of the
     human and judge parts (both ways) and ``V`` the judge part's variance; clipped to [0, 1].
     With no judge part (people on every judged pair, ``V`` rounding noise) it is 0."""
-    data, weights, draws = rounds.data, rounds.weights, rounds.draws
+    data, draws = rounds.data, rounds.draws
     inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is not None:
         human, judge = rounds.prompt_sums(p)
         cov, var = _grouped_cross(human, judge, draws), _grouped_cross(judge, judge, draws)
         people = _grouped_cross(human, human, draws)
     else:
-        sc = _scores(rounds, p)
-        cov = _cross(data, weights, sc.human, sc.human_shares, sc.judge, sc.judge_shares, sc.means)
-        var = _cross(data, weights, sc.judge, sc.judge_shares, sc.judge, sc.judge_shares, sc.means)
-        people = _cross(data, weights, sc.human, sc.human_shares, sc.human, sc.human_shares, sc.means)
+        human, judge = _pair_parts(rounds, p)
+        cov, var, people = _moment_crosses(data, rounds.moments(), [(human, judge), (judge, judge), (human, human)])
     denominator = 2 * np.trace(inverse @ var @ inverse, axis1=1, axis2=2)
     numerator = -np.trace(inverse @ (cov + cov.transpose(0, 2, 1)) @ inverse, axis1=1, axis2=2)
     scale = np.trace(inverse @ people @ inverse, axis1=1, axis2=2)
@@ -662,16 +692,12 @@ def _pieces(rounds: _Rounds, p: np.ndarray, splits: tuple[np.ndarray, ...] = (),
     data, weights = rounds.data, rounds.weights
     inverse, errors = _inverses(data, _information(rounds, p, np.ones(len(rounds))))
     if data.group is None:
-        sc = _scores(rounds, p)
-        parts = ((sc.human, sc.human_shares, sc.human, sc.human_shares),
-                 (sc.human, sc.human_shares, sc.judge, sc.judge_shares),
-                 (sc.judge, sc.judge_shares, sc.judge, sc.judge_shares))
-        split = [[_cross(data, w, *part[:2], *part[2:], sc.means) for part in parts] for w in splits]
-        if len(splits) > 1 and np.array_equal(np.sum(splits, axis=0), weights):
-            # Halves of the clusters: each sum is linear in the weights, so the whole is theirs added.
-            crosses = [[sum(cross) for cross in zip(*split)], *split]
-        else:
-            crosses = [[_cross(data, weights, *part[:2], *part[2:], sc.means) for part in parts], *split]
+        human, judge = _pair_parts(rounds, p)
+        split = rounds.split_moments(splits)
+        # Halves of the clusters: the moments are linear in the weights, so the whole's are theirs added.
+        halves = len(splits) > 1 and np.array_equal(np.sum(splits, axis=0), weights)
+        crosses = [_moment_crosses(data, moments, [(human, human), (human, judge), (judge, judge)])
+                   for moments in (sum(split) if halves else rounds.moments(), *split)]
     else:  # each part's prompt sums once; a split of whole prompts keeps its prompts' terms
         human, judge = rounds.prompt_sums(p)
         # Per round, each prompt's weight in the whole and in each split: 1/k for a prompt drawn k times.
@@ -957,7 +983,7 @@ def fit_ppi_rounds(data: PPIData, weights: np.ndarray, lam: float | np.ndarray |
     one batched sandwich), each round as its own fit would come out (to rounding). A round
     :func:`fit_ppi` would refuse holds the error it would raise, in its place. ``draws``
     (rounds, prompts), for data clustered by prompt: how often a bootstrap round drew each
-    prompt (:func:`_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
+    prompt (:func:`_grouped_cross`); None: every prompt once. ``lam``: None tunes each round's, else one
     for every round or an array of one per round.
     """
     return _fit_rounds(_Rounds(data, np.asarray(weights, dtype=float), draws), lam)
