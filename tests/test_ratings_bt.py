@@ -217,8 +217,9 @@ def test_too_few_iterations_raise_instead_of_returning_a_guess():
 
 def test_newton_rounds_fits_each_round_as_newton_and_flags_where_newton_raises():
     """The batched Newton fit (the PPI fits' rounds, analysis/ratings/ppi.py) gives each round
-    newton's own solution, and flags the rounds newton refuses (a model that never lost
-    diverges; too few iterations) without disturbing the others."""
+    newton's own solution, and the rounds newton refuses (a model that never lost diverges; too
+    few iterations; a singular information) hold the error newton raises, without disturbing
+    the others."""
     from analysis.ratings.bt import newton, newton_rounds
     from analysis.ratings.likelihoods import HalfTie
 
@@ -231,26 +232,27 @@ def test_newton_rounds_fits_each_round_as_newton_and_flags_where_newton_raises()
     batch = counts.with_counts(cells[:, :, 0], cells[:, :, 1], cells[:, :, 2])
     start = np.zeros((6, counts.n_models))
     for max_iter in (100, 2):
-        x, failed = newton_rounds(HalfTie(), batch, start, max_iter=max_iter)
+        x, errors = newton_rounds(HalfTie(), batch, start, max_iter=max_iter)
         for r in range(6):
             single = counts.with_counts(cells[r, :, 0], cells[r, :, 1], cells[r, :, 2])
             try:
                 alone, _ = newton(HalfTie(), single, start[r], max_iter=max_iter)
-            except RuntimeError:
-                assert failed[r]
+            except RuntimeError as exc:
+                assert type(errors[r]) is type(exc) and str(errors[r]) == str(exc)
                 continue
-            assert not failed[r]
+            assert r not in errors
             np.testing.assert_allclose(x[r], alone, rtol=1e-12, atol=1e-12)
-        assert failed.tolist() == ([False] * 3 + [True] + [False] * 2 if max_iter == 100 else [True] * 6)
+        assert sorted(errors) == ([3] if max_iter == 100 else list(range(6)))
+        assert all(("ratings diverge" if max_iter == 100 else "in 2 Newton iterations") in str(e) for e in errors.values())
     # A round whose win probabilities saturate (information 0: newton's solve is singular)
     # is flagged; the solve of the others goes on.
     saturated = start.copy()
     saturated[1] = np.linspace(-1000, 1000, counts.n_models)
     with np.errstate(over="ignore"):  # exp(2000): the saturation itself
-        x, failed = newton_rounds(HalfTie(), batch, saturated)
-        with pytest.raises(RuntimeError, match="did not converge"):
+        x, errors = newton_rounds(HalfTie(), batch, saturated)
+        with pytest.raises(RuntimeError, match="did not converge") as alone:
             newton(HalfTie(), counts.with_counts(cells[1, :, 0], cells[1, :, 1], cells[1, :, 2]), saturated[1])
-    assert failed.tolist() == [False, True, False, True, False, False]
+    assert sorted(errors) == [1, 3] and str(errors[1]) == str(alone.value)
     np.testing.assert_allclose(x[0], newton(HalfTie(), counts.with_counts(*cells[0].T), start[0])[0], atol=1e-12)
 
 

@@ -266,7 +266,11 @@ def newton(
             return x, iteration
         if np.max(np.abs(x[:m])) > _DIVERGED:
             raise _diverged(x, counts)
-    raise FitError(f"Bradley-Terry fit did not converge in {max_iter} Newton iterations")
+    raise _out_of_iterations(max_iter)
+
+
+def _out_of_iterations(max_iter: int) -> FitError:
+    return FitError(f"Bradley-Terry fit did not converge in {max_iter} Newton iterations")
 
 
 def _sparse_step(x: np.ndarray, counts: PairCounts, l2: float, gradient: np.ndarray) -> np.ndarray:
@@ -295,16 +299,17 @@ def _sparse_step(x: np.ndarray, counts: PairCounts, l2: float, gradient: np.ndar
 
 def newton_rounds(
     likelihood: PairLikelihood, counts: PairCounts, start: np.ndarray, *, tol: float = 1e-9, max_iter: int = 100
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, dict[int, FitError]]:
     """:func:`newton` (without a ridge) for every round of batched counts ``(rounds, pairs)``
     at once, from ``start`` ``(rounds, q)``: round by round the same damped steps, each
     round stopping when its own step is below ``tol``, so a round comes out as its own fit
     would (to rounding), at the cost of a few array operations per step for all rounds.
     ``likelihood`` must take batches in ``loglik`` and ``information`` (:class:`HalfTie`).
 
-    Returns the solutions and which rounds failed where :func:`newton` raises (singular
-    information, diverging ratings, out of iterations): refit those with :func:`newton`,
-    which says why.
+    Returns the solutions and, by round, the error :func:`newton` raises where it raises
+    (singular information, diverging ratings, out of iterations), made where the round stopped:
+    a failed round is not fitted again to learn why (a round of a sparse design whose
+    ratings diverge ran its hundred steps twice).
     """
     m = counts.n_models
     incidence = counts.incidence()
@@ -312,7 +317,7 @@ def newton_rounds(
     lift[:m, :m] = 1.0
     x = np.array(start, dtype=float)
     value = likelihood.loglik(x, counts)
-    failed = np.zeros(len(x), dtype=bool)
+    errors: dict[int, FitError] = {}
     active = np.arange(len(x))
 
     def rows(k: np.ndarray) -> PairCounts:
@@ -332,8 +337,8 @@ def newton_rounds(
                 try:
                     step[k] = np.linalg.solve(information[k], gradient[k])
                 except np.linalg.LinAlgError:
-                    failed[active[k]] = True
-            keep = ~failed[active]
+                    errors[int(active[k])] = _diverged(x[active[k]], counts)
+            keep = ~np.isin(active, list(errors))
             active, step, sub = active[keep], step[keep], rows(active[keep])
         # The line search of newton, round by round: halve a round's step until its
         # log-likelihood does not decrease.
@@ -351,10 +356,10 @@ def newton_rounds(
         x[active], value[active] = candidate, new_value
         converged = np.max(np.abs(scale[:, None] * step), axis=1) < tol
         diverged = ~converged & (np.max(np.abs(candidate[:, :m]), axis=1) > _DIVERGED)
-        failed[active[diverged]] = True
+        errors.update({int(r): _diverged(x[r], counts) for r in active[diverged]})
         active = active[~converged & ~diverged]
-    failed[active] = True  # out of iterations
-    return x, failed
+    errors.update({int(r): _out_of_iterations(max_iter) for r in active})
+    return x, errors
 
 
 def fit_counts(

@@ -42,7 +42,7 @@ import pandas as pd
 from analysis.stats import cluster_codes, cluster_groups, z_two_sided
 from analysis.stats.clusters import prompt_column
 
-from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton, newton_rounds
+from .bt import CENTRE, ELO_SCALE, _check_connected, _closure, _regularised_inverse, newton_rounds
 from .counts import TIE, WIN_A, PairCounts, _encode_models, bincount_rows, encode_winners
 from .likelihoods import HalfTie, _laplacian  # PPIData has the i, j, n_models a Laplacian needs
 from .table import RatingTable, make_table
@@ -444,18 +444,10 @@ def _counts(rounds: _Rounds, lam: np.ndarray) -> PairCounts:
 
 def _solve(rounds: _Rounds, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, Exception]]:
     """Each round's solution at its ``lam`` (one batched Newton fit), its win probabilities
-    per pair, and the rounds whose fit failed with :func:`newton`'s error (refitted alone,
-    as the bootstrap of :mod:`.bootstrap` refits its unconverged rounds)."""
+    per pair, and the rounds whose fit failed with the error :func:`.bt.newton` raises."""
     data, counts = rounds.data, _counts(rounds, lam)
-    theta, failed = newton_rounds(HalfTie(), counts, np.zeros((len(rounds), data.n_models)))
-    errors = {}
-    for r in np.flatnonzero(failed):
-        try:
-            theta[r], _ = newton(HalfTie(), counts.with_counts(counts.wins_i[r], counts.wins_j[r], counts.ties[r]),
-                                 np.zeros(data.n_models))
-        except RuntimeError as exc:
-            errors[int(r)] = exc
-            theta[r] = np.nan  # no solution (a diverged one could overflow below)
+    theta, errors = newton_rounds(HalfTie(), counts, np.zeros((len(rounds), data.n_models)))
+    theta[list(errors)] = np.nan  # no solution (a diverged one could overflow below)
     return theta, 1.0 / (1.0 + np.exp(-(theta[:, data.i] - theta[:, data.j]))), errors
 
 
