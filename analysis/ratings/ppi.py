@@ -272,6 +272,18 @@ def _into_bins(index: np.ndarray, size: int, values: np.ndarray | None = None):
                              shape=(len(index), size))
 
 
+def _stacked_bins(index: np.ndarray, size: int, columns: list[np.ndarray]):
+    """:func:`_into_bins` of each of ``columns`` transposed and stacked, ``(columns x size, rows)``,
+    made in one go: times the rounds' weights (rows, rounds) it sums every column into its bins
+    for every round at once, block after block (fifteen matrices made and stacked one by one
+    took longer than a small fit's sums)."""
+    from scipy import sparse
+
+    k, n = len(columns), len(index)
+    bins = (np.asarray(index)[None, :] + size * np.arange(k)[:, None]).ravel()
+    return sparse.csr_matrix((np.concatenate(columns), (bins, np.tile(np.arange(n), k))), shape=(k * size, n))
+
+
 class _Rounds:
     """A batch of rounds fitted together: each row of ``weights`` one round's weights on the
     rows of ``data`` (a design, a bootstrap round), its human votes ``n`` and judge units
@@ -335,9 +347,8 @@ class _Rounds:
                 cells = self.cells
                 sums = [cells.to_pairs @ column for column in self.cell_sums]
             else:
-                data = self.data
-                by_row = self._weights_by_row()
-                sums = [_into_bins(data.pair, n_pairs, getattr(data, name)).T.tocsr() @ by_row for name in _COLUMNS]
+                binned = _stacked_bins(self.data.pair, n_pairs, [getattr(self.data, name) for name in _COLUMNS])
+                sums = (binned @ self._weights_by_row()).reshape(k, n_pairs, len(self))
             self._pair_sums = np.stack(sums).transpose(2, 0, 1).reshape(len(self), k, n_pairs)
         return self._pair_sums
 
@@ -352,11 +363,8 @@ class _Rounds:
         data, n_pairs, k = self.data, len(self.data.i), len(_COLUMNS)
         upper = np.triu_indices(k)
         if self._squares is None:  # row c's products into its pair's bin, a block of pairs per product
-            from scipy import sparse
-
             columns = [getattr(data, name) for name in _COLUMNS]
-            self._squares = sparse.vstack([_into_bins(data.pair, n_pairs, columns[a] * columns[b]).T
-                                           for a, b in zip(*upper)], format="csr")
+            self._squares = _stacked_bins(data.pair, n_pairs, [columns[a] * columns[b] for a, b in zip(*upper)])
         w = self.weights if weights is None else weights
         sums = (self._squares @ np.ascontiguousarray(w.T)).reshape(len(upper[0]), n_pairs, len(w))
         out = np.empty((len(w), n_pairs, k, k))
@@ -539,15 +547,12 @@ class _PromptCells:
     model's prompts side by side), their prompts and their model pairs, and the rows to their prompts."""
 
     def __init__(self, data: PPIData):
-        from scipy import sparse
-
         n_pairs, m = len(data.i), data.n_models
         self.n_groups = g = int(data.group.max(initial=-1)) + 1
         cell, key = pd.factorize(data.group * n_pairs + data.pair)
         self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
         # (columns x cells, rows): row r's counts into its cell, a block of cells per column.
-        self.counts = sparse.vstack([_into_bins(cell, self.n_cells, getattr(data, name)).T for name in _COLUMNS],
-                                    format="csr")
+        self.counts = _stacked_bins(cell, self.n_cells, [getattr(data, name) for name in _COLUMNS])
         # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
         self.to_models = (_into_bins(data.i[self.pair] * g + group, m * g)
                           - _into_bins(data.j[self.pair] * g + group, m * g)).T.tocsr()
