@@ -22,10 +22,22 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Helper", "Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Helper", "WorkerLost", "Workers", "available_cpus"]
 
 # Below this many verdicts forking workers costs more than it saves.
 PARALLEL_ROWS = 20_000
+
+# Seconds between looks, while waiting for a result, at whether every forked process still lives.
+_LOOK = 0.5
+
+
+class WorkerLost(RuntimeError):
+    """A forked process died (killed: out of memory, a signal) while its results were awaited:
+    the call it ran is lost, and a pool would wait for it for ever."""
+
+    def __init__(self):
+        super().__init__("a worker process died before it answered (killed: out of memory, or a signal), so its "
+                         "part of the work is lost; run again, with --workers 1 to work in one process")
 
 # The closures of the pools being forked, by pool: a forked worker finds them here, in its copy
 # of this module, so they are never pickled.
@@ -75,6 +87,22 @@ def _start(prepare: Callable[[], None] | None) -> None:
             prepare()
         except Exception:
             pass
+
+
+def _processes(pool) -> set[int]:
+    # The pool replaces a worker that dies: a set of pids that changed means one died.
+    return {process.pid for process in pool._pool}
+
+
+def _awaited(get: Callable[[float], Any], pool, pids: set[int]) -> Any:
+    """``get(timeout)``'s result, looking every :data:`_LOOK` seconds at whether the pool's
+    processes are still ``pids``: :class:`WorkerLost` once one has died, not a wait for ever."""
+    while True:
+        try:
+            return get(_LOOK)
+        except multiprocessing.TimeoutError:
+            if _processes(pool) != pids:
+                raise WorkerLost() from None
 
 
 def _stop(pool, tasks: dict[str, Callable[..., Any]]) -> None:
@@ -133,8 +161,9 @@ class Workers:
         if self._pool is None:
             done: Iterator = ((i, self.tasks[key](*args)) for i, (key, args) in enumerate(calls))
         else:
-            pool = id(self.tasks)
-            done = self._pool.imap_unordered(_run, [(i, pool, key, args) for i, (key, args) in enumerate(calls)])
+            pool, pids = id(self.tasks), _processes(self._pool)
+            arriving = self._pool.imap_unordered(_run, [(i, pool, key, args) for i, (key, args) in enumerate(calls)])
+            done = (_awaited(arriving.next, self._pool, pids) for _ in calls)
         if progress is not None:
             done = progress(_Sized(iter(done), len(calls)), desc=desc)
         results: list[Any] = [None] * len(calls)
@@ -156,13 +185,15 @@ class _Done:
 
 
 class _Pending:
-    def __init__(self, pending):
-        self._pending = pending
+    def __init__(self, pending, pool):
+        self._pending, self._pool, self._pids = pending, pool, _processes(pool)
 
     def get(self, timeout: float | None = None) -> Any:
         """The call's result, or its error raised here; ``multiprocessing.TimeoutError`` after
-        ``timeout`` seconds (None: wait for it)."""
-        return self._pending.get(timeout)[1]
+        ``timeout`` seconds (None: wait for it); :class:`WorkerLost` if the helper dies first."""
+        if timeout is not None:
+            return self._pending.get(timeout)[1]
+        return _awaited(self._pending.get, self._pool, self._pids)[1]
 
 
 class Helper:
@@ -197,4 +228,4 @@ class Helper:
         result (or raises its error)."""
         if self._pool is None:
             return _Done(self.tasks[task](*args))
-        return _Pending(self._pool.apply_async(_run, ((0, id(self.tasks), task, args),)))
+        return _Pending(self._pool.apply_async(_run, ((0, id(self.tasks), task, args),)), self._pool)

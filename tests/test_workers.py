@@ -3,12 +3,14 @@ helper forked early that gets ready while its parent works."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import time
 
 import pytest
 
-from analysis.workers import Helper, Workers
+from analysis.workers import Helper, WorkerLost, Workers
 from support import wait_until
 
 
@@ -169,3 +171,49 @@ def test_a_helper_that_cannot_be_forked_makes_its_calls_here(monkeypatch):
     with Helper({"pid": os.getpid}) as helper:
         assert not helper.forked
         assert helper.submit("pid").get() == os.getpid()
+
+
+def _killed(*_):
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer ends a process
+
+
+@pytest.mark.timeout(120)  # the defect was a wait for ever
+def test_a_worker_killed_mid_call_is_an_error_not_a_wait_for_ever():
+    with Workers(2, {"killed": _killed, "fine": lambda x: x}) as pool, pytest.raises(WorkerLost, match="--workers 1"):
+        pool.run([("killed", ()), ("fine", (1,))])
+
+
+@pytest.mark.timeout(120)
+def test_a_helper_killed_mid_call_is_an_error_and_a_timed_wait_still_times_out():
+    with Helper({"killed": _killed, "slow": lambda: time.sleep(5)}) as helper:
+        with pytest.raises(multiprocessing.TimeoutError):
+            helper.submit("slow").get(timeout=0.1)
+        with pytest.raises(WorkerLost, match="out of memory"):
+            helper.submit("killed").get()
+
+
+@pytest.mark.timeout(300)
+def test_the_report_command_says_a_worker_was_lost_and_exits(tmp_path, monkeypatch, capsys):
+    """A worker of the report killed while it prices a judge: the command stops with one line
+    saying so (exit 2), writes nothing and does not wait for ever."""
+    import analysis.report.estimates as estimates
+    from analysis.report.cli import main
+    from pairlab.records import write_records
+    from report_sample import synthetic_records
+
+    parent = os.getpid()
+
+    def worth_then_killed(*args, **kwargs):
+        if os.getpid() != parent:
+            _killed()
+        return ((), ())
+
+    monkeypatch.setattr(estimates, "worth_of_judges", worth_then_killed)  # before the fork: the workers see it
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=3))
+    with pytest.raises(SystemExit) as stopped:
+        main(["--votes", str(votes), "--out", str(tmp_path / "out"), "--quiet", "--workers", "2",
+              "--bootstrap", "40", "--rating-bootstrap", "20"])
+    assert stopped.value.code == 2
+    assert "a worker process died" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "report.html").exists()

@@ -149,6 +149,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from analysis.judging.annotator import read_run_timings
     from analysis.report.figures import build_report_with_figures
     from analysis.report.render import report_helper
+    from analysis.workers import WorkerLost
     from pairlab.ratable import leaderboard_votes
 
     try:
@@ -182,10 +183,10 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
                 workers=args.workers, cluster=args.cluster, helper=helper,
             )
-        except ValueError as exc:
+            _Interrupt.check()
+            paths = helper.submit("write", report, args.out, figs).get()
+        except (ValueError, WorkerLost) as exc:
             fail(str(exc))
-        _Interrupt.check()
-        paths = helper.submit("write", report, args.out, figs).get()
         _Interrupt.check()
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
