@@ -161,13 +161,17 @@ def _umask() -> int:
     return mask
 
 
+def _unfinished_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
 @contextmanager
 def replace_file(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
     """A handle to write ``path``'s new content; on leaving, the file replaces ``path`` (a
     symlink there included, never its target). An exception inside leaves ``path`` as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_unfinished_prefix(path))
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
@@ -179,6 +183,16 @@ def replace_file(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         except FileNotFoundError:
             pass
         raise
+
+
+def remove_unfinished(path: str | os.PathLike) -> None:
+    """Delete the new content :func:`replace_file` had not yet put in place at ``path``, where the
+    process writing it was killed midway (no exception ran its cleanup)."""
+    path = Path(path)
+    prefix = _unfinished_prefix(path)
+    for entry in os.scandir(path.parent) if path.parent.is_dir() else ():
+        if entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -258,3 +258,48 @@ def test_ctrl_c_dropped_by_a_finaliser_still_stops_the_report(tmp_path, monkeypa
     out, err = capsys.readouterr()
     assert "wrote" not in out and err.splitlines()[-1] == "python -m analysis.report: interrupted"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_while_the_helper_writes_leaves_no_unfinished_file(tmp_path, monkeypatch, capsys, terminal_sigint):
+    """Ctrl-C while the helper process writes the report: it is stopped midway, and the new
+    content it had not yet put in place (a hidden file beside the report's) is removed; the report
+    files already there stay as they were."""
+    import signal
+    import threading
+    import time
+
+    import analysis.report.render as render
+    from analysis.report.cli import main
+    from pairlab.files import replace_file
+    from pairlab.records import write_records
+    from report_sample import synthetic_records
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("the last run's\n")
+
+    def slow_write(path, text):  # the helper (forked after this) writes with it: stopped midway
+        with replace_file(path) as fh:
+            fh.write(text[:10])
+            fh.flush()
+            time.sleep(120)
+            fh.write(text[10:])
+
+    monkeypatch.setattr(render, "write_text", slow_write)
+
+    def ctrl_c_once_writing():
+        while not any(p.name.startswith(".report.json.") for p in out.iterdir()):
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=2))
+    threading.Thread(target=ctrl_c_once_writing, daemon=True).start()
+    with pytest.raises(SystemExit) as stopped:
+        main(["--votes", str(votes), "--out", str(out), "--workers", "2", "--quiet", "--rating-bootstrap", "20",
+              "--bootstrap", "40"])
+    assert stopped.value.code == 130
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert (out / "report.json").read_text() == "the last run's\n"
+    assert capsys.readouterr().err.splitlines()[-1] == "python -m analysis.report: interrupted"

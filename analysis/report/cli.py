@@ -139,7 +139,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     def fail(message: str):  # argparse's style and exit code 2, like analysis.ratings
         parser.exit(2, f"{parser.prog}: error: {message.splitlines()[0]}\n")
 
-    from pairlab.files import check_out_dir
+    from pairlab.files import check_out_dir, remove_unfinished
 
     try:  # before any work: a report computed for a folder that cannot be written is lost
         check_out_dir(args.out)
@@ -148,7 +148,7 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from analysis.importers.columnar import read_table
     from analysis.judging.annotator import read_run_timings
     from analysis.report.figures import build_report_with_figures
-    from analysis.report.render import report_helper
+    from analysis.report.render import report_helper, report_paths
     from analysis.workers import WorkerLost
     from pairlab.ratable import leaderboard_votes
 
@@ -175,18 +175,25 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     # The helper readies its drawing and templates while the records are analysed (not while they are
     # read: the reader keeps every core busy).
-    with report_helper(args.workers) as helper:
-        try:
-            report, figs = build_report_with_figures(
-                table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
-                seed=args.seed, issues=issues, sources=[str(v) for v in args.votes],
-                progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
-                workers=args.workers, cluster=args.cluster, helper=helper,
-            )
+    try:
+        with report_helper(args.workers) as helper:
+            try:
+                report, figs = build_report_with_figures(
+                    table, human_prefix=args.humans, n_boot=args.bootstrap, rating_bootstrap=args.rating_bootstrap,
+                    seed=args.seed, issues=issues, sources=[str(v) for v in args.votes],
+                    progress=None if args.quiet else _progress_bar, panel=not args.no_panel, timings=timings,
+                    workers=args.workers, cluster=args.cluster, helper=helper,
+                )
+                _Interrupt.check()
+                paths = helper.submit("write", report, args.out, figs).get()
+            except (ValueError, WorkerLost) as exc:
+                fail(str(exc))
             _Interrupt.check()
-            paths = helper.submit("write", report, args.out, figs).get()
-        except (ValueError, WorkerLost) as exc:
-            fail(str(exc))
-        _Interrupt.check()
+    except KeyboardInterrupt:
+        # A helper stopped while it wrote leaves its unfinished file beside the report's (the
+        # report's own files stay as they were, each replaced whole or not at all).
+        for path in report_paths(args.out).values():
+            remove_unfinished(path)
+        raise
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

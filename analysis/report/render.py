@@ -222,6 +222,12 @@ def render_markdown(report: BiasReport) -> str:
     return _markdown(_context(report_json(report)))
 
 
+def report_paths(out: str | Path) -> dict[str, Path]:
+    """The files :func:`write_report` writes in ``out``, by kind."""
+    out = Path(out)
+    return {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+
+
 def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | None = None) -> dict[str, Path]:
     """report.json, report.md and report.html (figures embedded) in ``out``; ``figs`` as in
     :func:`render_html` (:func:`analysis.report.build_report_with_figures` draws them)."""
@@ -229,7 +235,7 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     out.mkdir(parents=True, exist_ok=True)
     doc = report_json(report)
     context = _context(doc)
-    paths = {"json": out / "report.json", "md": out / "report.md", "html": out / "report.html"}
+    paths = report_paths(out)
     # The one output rule: a symlink planted at a report's name is replaced, not written through.
     write_text(paths["json"], json.dumps(doc, indent=2) + "\n")
     write_text(paths["md"], _markdown(context))
