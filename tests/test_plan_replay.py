@@ -89,3 +89,17 @@ def test_separation_is_promised_on_peoples_gaps_not_the_judges():
     plan = make_plan(pd.DataFrame(rows), "J", 200, strategy="uniform")
     apart = [r for r in plan.more.itertuples() if r.what == "separate" and set(r.models) == {"A", "B"}]
     assert not apart or apart[0].uniform is None, plan.more
+
+
+def test_pairs_among_is_isin_of_the_chosen_records_ids_missing_ones_included():
+    """The planner's lookup of pair ids among some records' (analysis.plan._pairs_among) codes the
+    ids once: it must say what Series.isin says, a missing id matching a missing one."""
+    from analysis.plan import _pairs_among
+
+    rng = np.random.default_rng(0)
+    ids = pd.Series(rng.choice(["p1", "p2", "p3", "p4", None], 500), dtype="str")
+    for share in (0.0, 0.1, 0.5, 1.0):
+        chosen = rng.random(500) < share
+        expected = ids.isin(set(ids[chosen])).to_numpy()
+        assert np.array_equal(_pairs_among(pd.DataFrame({"pair_id": ids}), chosen), expected), share
+    assert ids.isna().any() and not ids[ids.isna()].isin(set(ids[ids.notna()])).any()
