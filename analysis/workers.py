@@ -39,6 +39,7 @@ class WorkerLost(RuntimeError):
         super().__init__("a worker process died before it answered (killed: out of memory, or a signal), so its "
                          "part of the work is lost; run again, with --workers 1 to work in one process")
 
+
 # The closures of the pools being forked, by pool: a forked worker finds them here, in its copy
 # of this module, so they are never pickled.
 _TASKS: dict[int, dict[str, Callable[..., Any]]] = {}

@@ -18,6 +18,7 @@ symlink or anything but a regular file at its name is refused.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -187,12 +188,16 @@ def replace_file(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 
 def remove_unfinished(path: str | os.PathLike) -> None:
     """Delete the new content :func:`replace_file` had not yet put in place at ``path``, where the
-    process writing it was killed midway (no exception ran its cleanup)."""
+    process writing it was killed midway (no exception ran its cleanup): the files named as
+    ``mkstemp`` names them after the prefix (eight letters, digits or underscores), no other."""
     path = Path(path)
-    prefix = _unfinished_prefix(path)
+    name = re.compile(re.escape(_unfinished_prefix(path)) + r"[a-z0-9_]{8}")
     for entry in os.scandir(path.parent) if path.parent.is_dir() else ():
-        if entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
+        if name.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:  # gone meanwhile
+                pass
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

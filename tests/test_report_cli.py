@@ -303,3 +303,21 @@ def test_ctrl_c_while_the_helper_writes_leaves_no_unfinished_file(tmp_path, monk
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
     assert (out / "report.json").read_text() == "the last run's\n"
     assert capsys.readouterr().err.splitlines()[-1] == "python -m analysis.report: interrupted"
+
+
+def test_only_what_replace_file_left_unfinished_is_removed(tmp_path):
+    """The cleanup after a stopped write removes the hidden files replace_file names for that path,
+    not a user's file that merely starts alike, nor another path's."""
+    from pairlab.files import remove_unfinished, replace_file
+
+    target = tmp_path / "report.json"
+    with pytest.raises(KeyboardInterrupt):  # its own cleanup runs here: none is left
+        with replace_file(target) as fh:
+            fh.write("{")
+            raise KeyboardInterrupt
+    left = tmp_path / ".report.json.abcd_123"  # as mkstemp names them
+    kept = [tmp_path / ".report.json.bak", tmp_path / ".report.md.abcd_123", tmp_path / "report.json"]
+    for path in (left, *kept):
+        path.write_text("x")
+    remove_unfinished(target)
+    assert not left.exists() and all(path.exists() for path in kept)
