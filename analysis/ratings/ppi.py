@@ -262,23 +262,15 @@ def ppi_data(human: pd.DataFrame, judge: pd.DataFrame, judge_name: str = "the ju
 _COLUMNS = ("yhat_judge", "n_judge", "y_human", "n_human", "yhat_human")  # the counts every sum is linear in
 
 
-def _into_bins(index: np.ndarray, size: int, values: np.ndarray | None = None):
-    """The sparse (rows, ``size``) matrix that puts row k's ``values[k]`` (1 without) into bin
-    ``index[k]``: its transpose times the rounds' weights (rows, rounds) sums every round's
-    weighted rows at once, one sparse product and no (rounds, rows) array."""
+def _binned(index: np.ndarray, size: int, columns: list[np.ndarray] | None = None):
+    """The sparse ``(len(columns) x size, rows)`` matrix whose block ``k`` puts row ``c``'s
+    ``columns[k][c]`` (1 without columns) into bin ``index[c]``: times the rounds' weights
+    (rows, rounds) it sums every column into its bins for every round at once, one sparse
+    product and no (rounds, rows) array. Made in one go (fifteen matrices made and stacked one
+    by one took longer than a small fit's sums)."""
     from scipy import sparse
 
-    return sparse.csr_matrix((np.ones(len(index)) if values is None else values, (np.arange(len(index)), index)),
-                             shape=(len(index), size))
-
-
-def _stacked_bins(index: np.ndarray, size: int, columns: list[np.ndarray]):
-    """:func:`_into_bins` of each of ``columns`` transposed and stacked, ``(columns x size, rows)``,
-    made in one go: times the rounds' weights (rows, rounds) it sums every column into its bins
-    for every round at once, block after block (fifteen matrices made and stacked one by one
-    took longer than a small fit's sums)."""
-    from scipy import sparse
-
+    columns = [np.ones(len(index))] if columns is None else columns
     k, n = len(columns), len(index)
     bins = (np.asarray(index)[None, :] + size * np.arange(k)[:, None]).ravel()
     return sparse.csr_matrix((np.concatenate(columns), (bins, np.tile(np.arange(n), k))), shape=(k * size, n))
@@ -347,7 +339,7 @@ class _Rounds:
                 cells = self.cells
                 sums = [cells.to_pairs @ column for column in self.cell_sums]
             else:
-                binned = _stacked_bins(self.data.pair, n_pairs, [getattr(self.data, name) for name in _COLUMNS])
+                binned = _binned(self.data.pair, n_pairs, [getattr(self.data, name) for name in _COLUMNS])
                 sums = (binned @ self._weights_by_row()).reshape(k, n_pairs, len(self))
             self._pair_sums = np.stack(sums).transpose(2, 0, 1).reshape(len(self), k, n_pairs)
         return self._pair_sums
@@ -364,7 +356,7 @@ class _Rounds:
         upper = np.triu_indices(k)
         if self._squares is None:  # row c's products into its pair's bin, a block of pairs per product
             columns = [getattr(data, name) for name in _COLUMNS]
-            self._squares = _stacked_bins(data.pair, n_pairs, [columns[a] * columns[b] for a, b in zip(*upper)])
+            self._squares = _binned(data.pair, n_pairs, [columns[a] * columns[b] for a, b in zip(*upper)])
         w = self.weights if weights is None else weights
         sums = (self._squares @ np.ascontiguousarray(w.T)).reshape(len(upper[0]), n_pairs, len(w))
         out = np.empty((len(w), n_pairs, k, k))
@@ -552,13 +544,12 @@ class _PromptCells:
         cell, key = pd.factorize(data.group * n_pairs + data.pair)
         self.n_cells, self.pair, group = len(key), key % n_pairs, key // n_pairs
         # (columns x cells, rows): row r's counts into its cell, a block of cells per column.
-        self.counts = _stacked_bins(cell, self.n_cells, [getattr(data, name) for name in _COLUMNS])
+        self.counts = _binned(cell, self.n_cells, [getattr(data, name) for name in _COLUMNS])
         # A cell's value to its prompt's models, +1 to model i's and -1 to model j's; and to its prompt.
-        self.to_models = (_into_bins(data.i[self.pair] * g + group, m * g)
-                          - _into_bins(data.j[self.pair] * g + group, m * g)).T.tocsr()
-        self.to_groups = _into_bins(group, g).T.tocsr()
-        self.to_pairs = _into_bins(self.pair, n_pairs).T.tocsr()
-        self.rows_to_groups = _into_bins(data.group, g).T.tocsr()
+        self.to_models = _binned(data.i[self.pair] * g + group, m * g) - _binned(data.j[self.pair] * g + group, m * g)
+        self.to_groups = _binned(group, g)
+        self.to_pairs = _binned(self.pair, n_pairs)
+        self.rows_to_groups = _binned(data.group, g)
 
 
 def _transposed(a: np.ndarray, out: np.ndarray | None = None, block: int = 2048) -> np.ndarray:
