@@ -137,3 +137,42 @@ def test_reference_ceiling_with_eight_models_and_none_below():
     sharp, close = reference_ceiling(votes(8, 2.0)), reference_ceiling(votes(8, 0.1))
     assert sharp["spearman"] > 0.95 and close["spearman"] < sharp["spearman"]
     assert reference_ceiling(votes(6, 2.0)) is None
+
+
+def test_the_ceiling_clusters_its_halves_as_asked_and_the_report_asks_its_own():
+    """A taste shared by a prompt's pairs (each prompt favours one model): clustered by prompt,
+    the halves' intervals are wider than by pair, so fewer model pairs separate; left to choose,
+    each half picks the prompt (a prompt carries several pairs). The report's ceiling is the one
+    clustered as the report is, whichever it is told."""
+    from analysis.judging.meta_metrics import reference_ceiling
+    from analysis.judgment_table import judgment_table
+    from analysis.report import build_report
+    from pairlab.records import Record
+    from report_sample import iter_synthetic_records
+
+    rng = np.random.default_rng(5)
+    n_models, n_prompts = 8, 80
+    strength = np.linspace(-1.0, 1.0, n_models)
+    i, j = np.triu_indices(n_models, 1)
+    prompt = np.repeat(np.arange(n_prompts), len(i))
+    a, b = np.tile(i, n_prompts), np.tile(j, n_prompts)
+    favourite = rng.integers(0, n_models, n_prompts)[prompt]
+    taste = 3.0 * ((a == favourite).astype(float) - (b == favourite))
+    won = rng.random(len(a)) < 1 / (1 + np.exp(-(strength[a] - strength[b] + taste)))
+    rows = pd.DataFrame({"model_a": [f"m{k}" for k in a], "model_b": [f"m{k}" for k in b],
+                         "winner": np.where(won, "model_a", "model_b"), "prompt": prompt,
+                         "pair_id": np.arange(len(a))})
+    by_prompt, by_pair = reference_ceiling(rows, cluster="prompt"), reference_ceiling(rows, cluster="pair")
+    assert by_prompt["separability"] < by_pair["separability"]
+    assert reference_ceiling(rows) == by_prompt
+
+    records = [Record.from_dict(row) for row in iter_synthetic_records(600, seed=2, pairs_per_prompt=4)]
+    judged, _ = judgment_table(records, key_codes=True)
+    people = judged[judged["rater"] == "human"]
+    ceilings = {}
+    for cluster in ("pair", "prompt"):
+        report = build_report(records, n_boot=50, rating_bootstrap=20, cluster=cluster, workers=1)
+        judge = next(r for r in report.raters if r.reference == "human" and r.leaderboard is not None)
+        ceilings[cluster] = judge.leaderboard.ceiling
+        assert ceilings[cluster] == reference_ceiling(people, cluster=cluster)
+    assert ceilings["pair"] != ceilings["prompt"]

@@ -346,13 +346,16 @@ def leaderboard_intervals(point: LeaderboardAgreement, judge_rows: pd.DataFrame,
     return replace(point, intervals=intervals, interval_method=method, n_prompts=len(prompts))
 
 
-def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: int = 0) -> dict[str, float | None] | None:
+def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: int = 0,
+                      cluster: str | None = None) -> dict[str, float | None] | None:
     """The reference's agreement with itself: its prompts split at random into two halves, a
     Bradley-Terry leaderboard fitted on each by the rating rule every caller uses
     (:func:`analysis.ratings.votes.rate_battles`: ties as half wins, sandwich intervals, the
     early estimate where a half has no MLE), and the meta-metrics of one half against the other,
     averaged over ``n_splits`` splits. A judge's metrics read against this ceiling separate the
     reference's noise from the judge's error (half the prompts: a conservative ceiling).
+    ``cluster``: the unit the halves' intervals treat as independent, as the leaderboards'
+    (:func:`analysis.stats.cluster_groups`; None: chosen for each half).
     None with fewer than :data:`RANKING_MODELS` models or a split whose halves cannot be fitted."""
     from analysis.ratings.votes import rate_battles
 
@@ -366,8 +369,8 @@ def reference_ceiling(reference_rows: pd.DataFrame, n_splits: int = 10, seed: in
     for _ in range(n_splits):
         half = positions(pd.Index(rng.permutation(prompts)[: len(prompts) // 2]), reference_rows["prompt"]) >= 0
         try:
-            a = rate_battles(reference_rows.loc[half, columns], "bt").result.table
-            b = rate_battles(reference_rows.loc[~half, columns], "bt").result.table
+            a = rate_battles(reference_rows.loc[half, columns], "bt", cluster=cluster).result.table
+            b = rate_battles(reference_rows.loc[~half, columns], "bt", cluster=cluster).result.table
         except ValueError:  # a half whose comparisons are disconnected, or a fit that failed (FitError)
             return None
         board = leaderboard_agreement(a, b)

@@ -612,7 +612,7 @@ class _JudgingTheJudges:
     def ceiling(self, reference: str) -> dict[str, float | None] | None:
         """The reference's leaderboard against itself (:func:`reference_ceiling`): one for every
         judge it is the reference of."""
-        return reference_ceiling(self.by_rater[reference], seed=self.seed)
+        return reference_ceiling(self.by_rater[reference], seed=self.seed, cluster=self.cluster)
 
     @staticmethod
     def with_ceiling(fields: dict, ceiling: dict[str, float | None] | None) -> dict:
