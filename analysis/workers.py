@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -102,7 +101,7 @@ def _awaited(get: Callable[[float], Any], pool, pids: set[int]) -> Any:
     while True:
         try:
             return get(_LOOK)
-        except (multiprocessing.TimeoutError, queue.Empty):
+        except multiprocessing.TimeoutError:
             if _processes(pool) != pids:
                 raise WorkerLost() from None
 
@@ -152,60 +151,27 @@ class Workers:
             _stop(self._pool, self.tasks)
             self._pool = None
 
-    def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None, desc: str = "",
-            arrived: Callable[[int, Any], Sequence[tuple[str, tuple]] | None] | None = None,
-            total: int | None = None) -> list[Any]:
+    def run(self, calls: Sequence[tuple[str, tuple]], progress: Callable | None = None,
+            desc: str = "", arrived: Callable[[int, Any], None] | None = None) -> list[Any]:
         """Each ``(task, args)`` in ``calls`` run once; the results in the order of ``calls``.
 
-        Calls are handed out in the order given: give the longest first. ``arrived(index,
-        result)``, if given, is called here with each result as it arrives, while the rest still
-        run; the calls it returns (``(task, args)`` pairs, or None) are run too, handed out after
-        every call before them and numbered on from them: calls whose arguments are results of
-        others start as soon as those are in, not when every call of a stage is. ``progress(items,
-        desc)``, if given, wraps the results as they arrive (a tqdm bar), their number ``total``
-        (default: the calls given here)."""
+        Give the longest calls first: they are handed out in this order. ``progress(items,
+        desc)``, if given, wraps the results as they arrive (a tqdm bar); ``arrived(index,
+        result)``, if given, is called here with each as it arrives, while the rest still run."""
         calls = list(calls)
         if self._pool is None:
-            def arriving() -> Iterator[tuple[int, Any]]:
-                index = 0
-                while index < len(calls):  # arrived may add calls meanwhile
-                    key, args = calls[index]
-                    yield index, self.tasks[key](*args)
-                    index += 1
+            done: Iterator = ((i, self.tasks[key](*args)) for i, (key, args) in enumerate(calls))
         else:
-            answers: queue.SimpleQueue = queue.SimpleQueue()
-            pool, pids, handed = id(self.tasks), _processes(self._pool), 0
-
-            def hand_out() -> None:
-                nonlocal handed
-                for index in range(handed, len(calls)):
-                    key, args = calls[index]
-                    self._pool.apply_async(_run, ((index, pool, key, args),), callback=answers.put,
-                                           error_callback=lambda exc: answers.put((None, exc)))
-                handed = len(calls)
-
-            def arriving() -> Iterator[tuple[int, Any]]:
-                while received < handed:  # arrived may hand out more meanwhile
-                    index, result = _awaited(lambda wait: answers.get(timeout=wait), self._pool, pids)
-                    if index is None:  # the call's error, raised here
-                        raise result
-                    yield index, result
-
-            hand_out()
-        done: Iterator = arriving()
+            pool, pids = id(self.tasks), _processes(self._pool)
+            arriving = self._pool.imap_unordered(_run, [(i, pool, key, args) for i, (key, args) in enumerate(calls)])
+            done = (_awaited(arriving.next, self._pool, pids) for _ in calls)
         if progress is not None:
-            done = progress(_Sized(iter(done), len(calls) if total is None else total), desc=desc)
+            done = progress(_Sized(iter(done), len(calls)), desc=desc)
         results: list[Any] = [None] * len(calls)
-        received = 0
         for index, result in done:
-            received += 1
             results[index] = result
-            more = arrived(index, result) if arrived is not None else None
-            if more:
-                calls.extend(more)
-                results.extend([None] * len(more))
-                if self._pool is not None:
-                    hand_out()
+            if arrived is not None:
+                arrived(index, result)
         return results
 
 

@@ -180,7 +180,8 @@ def test_progress_of_the_long_parts_goes_to_stderr(tmp_path):
     proc = run("--votes", str(votes), "--out", str(tmp_path / "out"), "--bootstrap", "50", "--rating-bootstrap", "20")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("wrote ") and proc.stdout.count("\n") == 1
-    assert re.search(r"estimates: 100%", proc.stderr), proc.stderr
+    for bar in ("raters", "judging the judges"):
+        assert re.search(bar + r": 100%", proc.stderr), bar
 
 
 def test_a_file_of_pairs_still_to_judge_is_named_as_such(tmp_path):
@@ -212,7 +213,7 @@ def test_ctrl_c_stops_the_workers_and_says_one_line(tmp_path, terminal_sigint):
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     seen = ""
-    while "estimates:" not in seen:  # the workers are running: their progress bar has started
+    while "raters:" not in seen:  # the workers are running: their progress bar has started
         char = proc.stderr.read(1)
         assert char, f"the report ended before its workers started: {seen}"
         seen += char

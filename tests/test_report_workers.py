@@ -117,33 +117,6 @@ def test_a_figure_is_handed_over_as_soon_as_what_it_shows_is_known(tmp_path):
     with Workers(2, {"judge": lambda n: f"judged {n}", "worth": worth}) as pool:
         done = _run_named(pool, {("worth",): (), ("judge", "a"): ("a",), ("judge", "b"): ("b",)},
                           once=[([("judge", "a"), ("judge", "b")],
-                                 lambda got: handed.append(sorted(got)) or release.write_text("go") and None)])
+                                 lambda got: handed.append(sorted(got)) or release.write_text("go"))])
     assert done[("worth",)] == "priced"
     assert handed == [[("judge", "a"), ("judge", "b")]]  # the worth was not in yet
-
-
-def test_a_judge_is_judged_as_soon_as_its_raters_are_in_not_when_every_rater_is(tmp_path):
-    """``once`` may return calls made from the results it waited on: a judge's call starts once
-    its own rater and its reference are in, while a slow rater of another judge still runs
-    (it waits for a file only the judge's call writes)."""
-    from analysis.report.estimates import _run_named
-    from analysis.workers import Workers
-
-    release = tmp_path / "release"
-
-    def rater(name: str) -> str:
-        if name == "slow":
-            wait_until(release.exists, timeout=30, what="the judge judged while a rater still runs")
-        return f"rated {name}"
-
-    def judge(name: str, mine: str, reference: str) -> str:
-        release.write_text("go")
-        return f"{name}: {mine} against {reference}"
-
-    with Workers(2, {"rater": rater, "judge": judge}) as pool:
-        done = _run_named(pool, {("rater", "slow"): ("slow",), ("rater", "human"): ("human",),
-                                 ("rater", "a"): ("a",)},
-                          once=[([("rater", "a"), ("rater", "human")], lambda got: {
-                              ("judge", "a"): ("a", got[("rater", "a")], got[("rater", "human")])})])
-    assert done[("judge", "a")] == "a: rated a against rated human"
-    assert done[("rater", "slow")] == "rated slow"

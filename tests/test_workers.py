@@ -143,46 +143,6 @@ def test_each_result_is_handed_over_as_it_arrives_while_the_rest_still_run(tmp_p
         assert pool.run([("slow", ()), ("quick", ())], arrived=arrived) == ["released", "quick"]
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_a_call_made_from_a_result_starts_as_soon_as_that_result_is_in(tmp_path, n):
-    """``arrived`` hands over calls built from a result: they run (forked: while the slow call
-    given at first still runs, which waits for a file only the later call writes), their results
-    numbered after the calls given, and the progress bar counts the total it was told."""
-    release = tmp_path / "release"
-
-    def slow() -> str:
-        if n > 1:  # in one process the calls run one after another, in the order handed over
-            wait_until(release.exists, timeout=30, what="the call made from the quick result")
-        return "slow"
-
-    def double(x: int) -> int:
-        release.write_text("go")
-        return 2 * x
-
-    def arrived(index: int, result):
-        return [("double", (result,)), ("double", (result + 1,))] if result == 5 else None
-
-    seen = []
-
-    def progress(items, desc):
-        seen.append(len(items))
-        return items
-
-    calls = [("quick", ()), ("slow", ())] if n == 1 else [("slow", ()), ("quick", ())]
-    with Workers(n, {"slow": slow, "quick": lambda: 5, "double": double}) as pool:
-        results = pool.run(calls, progress, arrived=arrived, total=4)
-    assert sorted(results[:2], key=str) == [5, "slow"] and results[2:] == [10, 12]
-    assert seen == [4]
-
-
-def test_an_error_in_a_call_made_from_a_result_reaches_the_caller():
-    def fail(x):
-        raise ValueError(f"no fit for {x}")
-
-    with Workers(2, {"fail": fail, "one": lambda: 1}) as pool, pytest.raises(ValueError, match="no fit for 1"):
-        pool.run([("one", ())], arrived=lambda index, result: [("fail", (result,))] if result == 1 else None)
-
-
 def test_a_helper_whose_preparation_fails_still_answers_and_the_call_that_needs_it_fails():
     """A ``prepare`` that raises (matplotlib broken, say) must not leave the caller waiting: the
     pool would fork the process again and again. The calls run; one that needs what failed says so."""

@@ -327,8 +327,7 @@ def _build_report(
         return worth_of_judges(battle_frames.get(HUMAN_RATER), {name: (battle_frames[name], bt)}, seed=seed,
                                cluster=clustering.kind)
 
-    def assemble(reports: dict[str, RaterReport], matrix: pd.DataFrame, counts: pd.DataFrame, worth=(),
-                 worth_notes=()) -> BiasReport:
+    def assemble(reports: dict[str, RaterReport], worth=(), worth_notes=()) -> BiasReport:
         return BiasReport(
             raters=tuple(reports[n] for n in names),
             n_records=len(judged),
@@ -343,62 +342,49 @@ def _build_report(
             clustering=clustering.describe(),
         )
 
-    # Every estimate a task, spread over the workers: the raters' own, then what judges each judge
-    # and prices it, handed out as soon as the raters it reads are in (no stage waits for the
-    # slowest rater of the one before).
-    tasks = {"rater": rater_task, "judge": judging.judge, "worth": worth_task, "ceiling": judging.ceiling,
-             "controlled": judging.controlled, "families": lambda: _family_matrix(judged)}
-    judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
-    valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
-    # A reference's agreement with itself, once for all the judges it is the reference of (shown
-    # only where both sides have ratings; it reads the reference's verdicts alone).
-    ceilings = sorted({references[n] for n in judges})
-    raters = [("rater", n) for n in names]
-    estimates = [*raters, ("controlled",), ("families",)]
-    n_calls = len(estimates) + len(judges) + len(valued) + len(ceilings)
-    n_workers = min(_worker_count(workers, len(judged)), n_calls)  # no more workers than calls
-    stages, submit = draw if draw else ({}, None)
-    drawing = []
-
-    def hand(stage: str, report: BiasReport) -> None:  # each figure drawn as soon as what it shows is known
-        names = [f for f, source in stages.items() if source == stage]
-        if names:
-            drawing.append(submit(names, report))
-
-    def raters_in(done: dict) -> dict[str, RaterReport]:
-        return _ranked({n: done[("rater", n)] for n in names})
-
-    def with_judges(done: dict) -> dict[str, RaterReport]:  # the judges' results so far (a ceiling may be to come)
-        reports, controlled = raters_in(done), done[("controlled",)]
-        return {**reports, **{n: replace(reports[n], controlled=controlled.get(n), **judging.with_ceiling(
-            done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges if ("judge", n) in done}}
-
-    def priced(done: dict) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
-        found = [done[("worth", n)] for n in valued]
-        return tuple(w for worth, _ in found for w in worth), tuple(note for _, notes in found for note in notes)
-
-    def judging_of(name: str) -> Callable[[dict], dict]:
-        def calls(done: dict) -> dict[tuple, tuple]:  # its worth first: the longest call
-            rep, reference = done[("rater", name)], done[("rater", references[name])]
-            return {**({("worth", name): (name, rep.ratings.bt)} if name in valued else {}),
-                    ("judge", name): (name, rep, reference.ratings)}
-        return calls
-
-    # People first (every judge is judged against them), then the judges, the longest first.
-    order = [n for n in names if n == HUMAN_RATER] + [n for n in names if n != HUMAN_RATER]
+    # The raters' estimates first, then what judges each judge (it needs its reference's
+    # ratings): each a task, spread over the workers, the longest handed out first.
+    tasks = {"rater": rater_task, "controlled": judging.controlled, "judge": judging.judge, "worth": worth_task,
+             "ceiling": judging.ceiling, "families": lambda: _family_matrix(judged)}
+    # No more workers than tasks in a round (a rater each, then up to two a judge).
+    n_workers = min(_worker_count(workers, len(judged)), 2 * len(names))
     with Workers(n_workers, tasks) as pool:
-        done = _run_named(
-            pool, {**{("rater", n): (n,) for n in order}, ("controlled",): (), ("families",): ()},
-            progress, desc="estimates", total=n_calls, once=[
-                *(([("rater", n), ("rater", references[n])], judging_of(n)) for n in judges),
-                # The ceilings last: they wait on nothing, and fill the workers while the last judges finish.
-                (raters, lambda done: {("ceiling", r): (r,) for r in ceilings}),
-                (estimates, lambda done: hand("raters", assemble(raters_in(done), *done[("families",)]))),
-                ([*estimates, *(("judge", n) for n in judges)],
-                 lambda done: hand("judges", assemble(with_judges(done), *done[("families",)]))),
-                ([*raters, ("families",), *(("worth", n) for n in valued)],
-                 lambda done: hand("worth", assemble(raters_in(done), *done[("families",)], *priced(done))))])
-        report = assemble(with_judges(done), *done[("families",)], *priced(done))
+        order = [n for n in names if n != HUMAN_RATER] + [n for n in names if n == HUMAN_RATER]
+        done = _run_named(pool, {**{("rater", n): (n,) for n in order}, ("controlled",): (), ("families",): ()},
+                          progress, desc="raters")
+        controlled, (matrix, counts) = done[("controlled",)], done[("families",)]
+        reports = _ranked({n: done[("rater", n)] for n in names})
+        judges = [n for n in names if references.get(n) is not None and n != HUMAN_RATER]
+        valued = [n for n in judges if references[n] == HUMAN_RATER] if has_humans else []
+        # A reference's agreement with itself, once for all the judges it is the reference of.
+        ceilings = sorted({references[n] for n in judges
+                           if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
+
+        def with_judges(done: dict) -> dict[str, RaterReport]:  # the judges' results so far (a ceiling may be to come)
+            return {**reports, **{n: replace(reports[n], **judging.with_ceiling(
+                done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges if ("judge", n) in done}}
+
+        def priced(done: dict) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
+            found = [done[("worth", n)] for n in valued]
+            return tuple(w for worth, _ in found for w in worth), tuple(note for _, notes in found for note in notes)
+
+        # Each figure handed to ``draw`` as soon as what it shows is known, while the rest is computed.
+        stages, submit = draw if draw else ({}, None)
+        drawing = []
+
+        def hand(stage: str, report: BiasReport) -> None:
+            names = [f for f, source in stages.items() if source == stage]
+            if names:
+                drawing.append(submit(names, report))
+
+        hand("raters", assemble(reports))
+        done = _run_named(pool, {
+            **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n)) for n in judges},
+            **{("worth", n): (n, reports[n].ratings.bt) for n in valued},
+            **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges", once=[
+                ([("judge", n) for n in judges], lambda done: hand("judges", assemble(with_judges(done)))),
+                ([("worth", n) for n in valued], lambda done: hand("worth", assemble(reports, *priced(done))))])
+        report = assemble(with_judges(done), *priced(done))
     if not draw:
         return report, None
     drawn = {name: image for handle in drawing for name, image in handle.get().items()}
@@ -406,29 +392,23 @@ def _build_report(
 
 
 def _run_named(pool: Workers, calls: dict[tuple, tuple], progress: Callable | None = None, desc: str = "",
-               once: Sequence[tuple[Sequence[tuple], Callable[[dict], dict | None]]] = (),
-               total: int | None = None) -> dict[tuple, object]:
+               once: Sequence[tuple[Sequence[tuple], Callable[[dict], None]]] = ()) -> dict[tuple, object]:
     """Each call, keyed ``(task, name...)`` -> ``args``, run once on ``pool``: results by key, so no
-    result is found by its place in a list. Handed out in the order given (:meth:`Workers.run`).
+    result is found by its place in a list. Given the longest first, as :meth:`Workers.run` hands them out.
     ``once``: ``(keys, then)`` pairs, ``then(results so far)`` called as soon as every one of ``keys``
-    has arrived, while the rest still run; the calls it returns (keyed as ``calls``) are run too.
-    ``total``: the calls there will be, for ``progress``."""
+    has arrived, while the rest still run."""
     keys, done = list(calls), {}
     waiting = list(once)
 
-    def arrived(index: int | None = None, result=None) -> list[tuple[str, tuple]]:
+    def arrived(index: int | None = None, result=None) -> None:
         if index is not None:
             done[keys[index]] = result
-        more: dict[tuple, tuple] = {}
         for entry in [w for w in waiting if all(k in done for k in w[0])]:
             waiting.remove(entry)
-            more.update(entry[1](done) or {})
-        keys.extend(more)
-        return [(key[0], args) for key, args in more.items()]
+            entry[1](done)
 
-    first = arrived()  # what waits on nothing
-    pool.run([(key[0], args) for key, args in calls.items()] + first, progress, desc=desc, arrived=arrived,
-             total=total)
+    arrived()  # what waits on nothing
+    pool.run([(key[0], args) for key, args in calls.items()], progress, desc=desc, arrived=arrived)
     return done
 
 
@@ -578,9 +558,9 @@ class _JudgingTheJudges:
         return replace(rep, annotator=card, reference=self.references.get(name),
                        panel_members=self.members if name == PANEL else ())
 
-    def judge(self, name: str, rep: RaterReport, reference_ratings: Ratings) -> dict:
-        """The fields of judge ``name``'s report that judge it (``rep``: its estimates), but for
-        its strength-controlled self-preference (:meth:`controlled`, all judges in one fit)."""
+    def judge(self, name: str, rep: RaterReport, reference_ratings: Ratings,
+              controlled: ControlledSelfPreference | None) -> dict:
+        """The fields of judge ``name``'s report that judge it (``rep``: its estimates)."""
         by_rater, reference, seed, n_boot = self.by_rater, self.references[name], self.seed, self.n_boot
         ref_bt = reference_ratings.bt
         ref_rows = by_rater[reference] if reference == HUMAN_RATER else debiased_rows(by_rater[reference])
@@ -606,7 +586,7 @@ class _JudgingTheJudges:
         if rep.ratings.bt is not None and ref_bt is not None:
             board = leaderboard_intervals(board, board_rows, ref_board_rows, rep.ratings.bt, ref_bt, seed=seed,
                                           rounds=rounds.get("as_given"))
-        return {"leaderboard": board, "variants": variants, "best_variant": best,
+        return {"controlled": controlled, "leaderboard": board, "variants": variants, "best_variant": best,
                 "panel": summary}
 
     def ceiling(self, reference: str) -> dict[str, float | None] | None:
