@@ -22,12 +22,12 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 
 __all__ = ["MAX_LINE", "MAX_SMALL", "NOT_UTF8", "RecordError", "check_out_dir", "check_out_file", "check_regular", "lines", "open_append",
-           "read_text", "replace_file", "text_lines", "write_text"]
+           "read_text", "replace_file", "text_lines", "write_text", "write_texts"]
 
 # One record's line: far above any real vote or judgment (a 50 MB line was seen only in an attack).
 MAX_LINE = 64 << 20
@@ -204,3 +204,12 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """``text`` as ``path``'s whole content, under :func:`replace_file`."""
     with replace_file(path) as fh:
         fh.write(text)
+
+
+def write_texts(texts: dict[str | os.PathLike, str]) -> None:
+    """Each text as its path's whole content (:func:`replace_file`), every file written before
+    any is put in place: files that belong together (a report's json, markdown and html) stopped
+    while written are all left as they were, not some new and some old."""
+    with ExitStack() as stack:
+        for path, text in texts.items():
+            stack.enter_context(replace_file(path)).write(text)

@@ -165,3 +165,20 @@ def test_judges_run_refuses_to_append_through_a_link_or_to_a_fifo(tmp_path, caps
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and ("a symlink" in err if victim else "a FIFO" in err), err
     assert victim is None or victim.read_text() == VICTIM
+
+
+def test_files_written_together_are_all_left_as_they_were_when_one_cannot_be_written(tmp_path):
+    """write_texts puts no file in place before every one is written: the third cannot be (its
+    folder is a file), so the first two keep their old content and no half-written file stays."""
+    from pairlab.files import write_texts
+
+    first, second = tmp_path / "a.json", tmp_path / "a.md"
+    first.write_text("old a")
+    second.write_text("old b")
+    (tmp_path / "not-a-folder").write_text("")
+    with pytest.raises(OSError):
+        write_texts({first: "new a", second: "new b", tmp_path / "not-a-folder" / "a.html": "new c"})
+    assert (first.read_text(), second.read_text()) == ("old a", "old b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.md", "not-a-folder"]
+    write_texts({first: "new a", second: "new b"})
+    assert (first.read_text(), second.read_text()) == ("new a", "new b")

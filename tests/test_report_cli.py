@@ -279,14 +279,15 @@ def test_ctrl_c_while_the_helper_writes_leaves_no_unfinished_file(tmp_path, monk
     out.mkdir()
     (out / "report.json").write_text("the last run's\n")
 
-    def slow_write(path, text):  # the helper (forked after this) writes with it: stopped midway
+    def slow_write(texts):  # the helper (forked after this) writes with it: stopped midway
+        path, text = next(iter(texts.items()))
         with replace_file(path) as fh:
             fh.write(text[:10])
             fh.flush()
             time.sleep(120)
             fh.write(text[10:])
 
-    monkeypatch.setattr(render, "write_text", slow_write)
+    monkeypatch.setattr(render, "write_texts", slow_write)
 
     def ctrl_c_once_writing():
         while not any(p.name.startswith(".report.json.") for p in out.iterdir()):
@@ -321,3 +322,30 @@ def test_only_what_replace_file_left_unfinished_is_removed(tmp_path):
         path.write_text("x")
     remove_unfinished(target)
     assert not left.exists() and all(path.exists() for path in kept)
+
+
+def test_a_report_stopped_while_it_is_made_keeps_the_last_runs_three_files(tmp_path, monkeypatch):
+    """Ctrl-C while the html is made (the last and longest of the three): the folder keeps the
+    last run's json, markdown and html, none of them new beside an old one."""
+    import analysis.report.render as render
+    from analysis.report import build_report
+    from pairlab.records import Record
+    from report_sample import synthetic_records
+
+    report = build_report([Record.from_dict(r) for r in synthetic_records(200, seed=3)], n_boot=20,
+                          rating_bootstrap=0)
+    out = tmp_path / "out"
+    render.write_report(report, out, figs={})
+    last = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert sorted(last) == ["report.html", "report.json", "report.md"]
+    for name in last:
+        (out / name).write_bytes(last[name] + b"<!-- the last run's -->")
+    last = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(render, "_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        render.write_report(report, out, figs={})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == last  # nothing new, no leftover

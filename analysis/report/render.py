@@ -23,7 +23,7 @@ from analysis.report.serialise import KAPPA_CATEGORIES, report_json
 from analysis.report.worth_section import read as worth_read
 from analysis.stats.clusters import ci_label
 from analysis.workers import Helper
-from pairlab.files import write_text
+from pairlab.files import write_texts
 
 __all__ = ["render_html", "render_markdown", "report_helper", "write_report"]
 
@@ -236,10 +236,12 @@ def write_report(report: BiasReport, out: str | Path, figs: dict[str, bytes] | N
     doc = report_json(report)
     context = _context(doc)
     paths = report_paths(out)
-    # The one output rule: a symlink planted at a report's name is replaced, not written through.
-    write_text(paths["json"], json.dumps(doc, indent=2) + "\n")
-    write_text(paths["md"], _markdown(context))
-    write_text(paths["html"], _html(context, figures(report) if figs is None else figs))
+    # Each made before any is written, then all put in place together: a report stopped while
+    # it is written keeps the last run's three files, never two new ones beside an old one. The
+    # one output rule: a symlink planted at a report's name is replaced, not written through.
+    texts = {"json": json.dumps(doc, indent=2) + "\n", "md": _markdown(context),
+             "html": _html(context, figures(report) if figs is None else figs)}
+    write_texts({paths[kind]: text for kind, text in texts.items()})
     return paths
 
 
