@@ -202,8 +202,7 @@ def remove_unfinished(path: str | os.PathLike) -> None:
 
 def write_text(path: str | os.PathLike, text: str) -> None:
     """``text`` as ``path``'s whole content, under :func:`replace_file`."""
-    with replace_file(path) as fh:
-        fh.write(text)
+    write_texts({path: text})
 
 
 def write_texts(texts: dict[str | os.PathLike, str]) -> None:

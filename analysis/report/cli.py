@@ -190,8 +190,8 @@ def _report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 fail(str(exc))
             _Interrupt.check()
     except KeyboardInterrupt:
-        # A helper stopped while it wrote leaves its unfinished file beside the report's (the
-        # report's own files stay as they were, each replaced whole or not at all).
+        # A helper stopped while it wrote leaves its unfinished files beside the report's (the
+        # report's own three stay as they were: none is put in place before all are written).
         for path in report_paths(args.out).values():
             remove_unfinished(path)
         raise
