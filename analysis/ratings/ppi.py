@@ -583,9 +583,7 @@ def _prompt_sums(rounds: _Rounds, p: np.ndarray) -> tuple[np.ndarray, np.ndarray
     # Centred: people's part by their votes' share of the mean, the judge's by its units' and the votes'.
     votes, judged = rounds.prompt_shares
     out[0] -= means[:, 1, :, None] * votes[:, None, :]
-    # The judge's two terms as one (models x 2) by (2 x prompts) product a round: written as two
-    # broadcast products and their difference it made three (rounds, models, prompts) arrays.
-    out[1] -= np.stack([means[:, 0], -means[:, 2]], axis=2) @ np.stack([judged, votes], axis=1)
+    out[1] -= means[:, 0, :, None] * judged[:, None, :] - means[:, 2, :, None] * votes[:, None, :]
     return out[0], out[1]
 
 
