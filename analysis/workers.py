@@ -19,10 +19,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["PARALLEL_ROWS", "Helper", "WorkerLost", "Workers", "available_cpus"]
+__all__ = ["PARALLEL_ROWS", "Helper", "WorkerLost", "Workers", "available_cpus", "blas_without_pool"]
 
 # Below this many verdicts forking workers costs more than it saves.
 PARALLEL_ROWS = 20_000
@@ -51,6 +52,18 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def blas_without_pool() -> None:
+    """For a command about to import numpy and fork workers: OpenBLAS started with one thread and
+    no pool of threads beside it. Its fits run on one BLAS thread anyway
+    (:func:`analysis.ratings.threads.one_blas_thread`), but a pool started with the library is shut
+    at every fork and started again in each process the first time a limit is set there, and each
+    new thread spins for about a tenth of a second before it sleeps: on the 100k report, about a
+    second of CPU (a tenth of the run's) spent spinning while the workers ran. Does nothing where
+    numpy is already imported (a notebook, a test) or ``OPENBLAS_NUM_THREADS`` is set."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _can_fork() -> bool:

@@ -217,3 +217,57 @@ def test_the_report_command_says_a_worker_was_lost_and_exits(tmp_path, monkeypat
     assert stopped.value.code == 2
     assert "a worker process died" in capsys.readouterr().err
     assert not (tmp_path / "out" / "report.html").exists()
+
+
+_BLAS_IN_A_WORKER = """
+import json, os, sys
+from analysis.report.cli import main
+imported_first = "numpy" in sys.modules
+main(sys.argv[1:])  # the report command, as run from a shell: it forks its workers and helper
+import numpy
+from threadpoolctl import threadpool_info
+from analysis.ratings.threads import one_blas_thread
+from analysis.workers import Workers
+
+def threads_after_a_fit():  # a forked worker's fit, its BLAS limited as the report's fits are
+    with one_blas_thread():
+        numpy.linalg.solve(numpy.eye(50) + 1.0, numpy.ones(50))
+    return len(os.listdir("/proc/self/task"))
+
+with one_blas_thread():  # the workers forked inside the limit, as the report forks them
+    with Workers(2, {"fit": threads_after_a_fit}) as pool:
+        in_workers = pool.run([("fit", ())] * 2)
+print(json.dumps({"imported_first": imported_first, "in_workers": in_workers,
+                  "blas": [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"]}))
+"""
+
+
+@pytest.mark.process  # the command from its own interpreter: numpy not imported before it runs
+@pytest.mark.timeout(300)
+def test_the_report_command_starts_openblas_without_a_pool_that_forked_workers_start_again(tmp_path):
+    """OpenBLAS started with its pool shuts it at a fork and starts it again in the child the first
+    time a limit is set there: one thread a library, spinning a tenth of a second before it sleeps,
+    in every worker (about a second of CPU on the 100k report). The report command starts numpy's
+    OpenBLAS with one thread, so a forked worker's fit runs in its one thread."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pairlab.records import write_records
+    from report_sample import synthetic_records
+
+    root = Path(__file__).resolve().parents[1]
+    votes = tmp_path / "votes.jsonl"
+    write_records(votes, synthetic_records(300, seed=3))
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", _BLAS_IN_A_WORKER, "--votes", str(votes), "--out",
+                           str(tmp_path / "out"), "--quiet", "--workers", "2", "--bootstrap", "40",
+                           "--rating-bootstrap", "20"], cwd=root, capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": f"{root}{os.pathsep}{root / 'tests'}"}, timeout=280)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert not seen["imported_first"]  # the command module leaves numpy to main, which sets BLAS up first
+    assert seen["blas"] and set(seen["blas"]) == {1}
+    assert seen["in_workers"] == [1, 1]
+    assert (tmp_path / "out" / "report.json").exists()

@@ -9,15 +9,16 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from analysis.importers import describe_formats
-from analysis.stats import CLUSTERS
-from analysis.workers import PARALLEL_ROWS
+from analysis.workers import PARALLEL_ROWS, blas_without_pool
 from pairlab.cli import prog_name
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    from analysis.importers import describe_formats
+    from analysis.stats import CLUSTERS
+
     p = argparse.ArgumentParser(
         prog=prog_name("python -m analysis.report"),
         description=(
@@ -117,6 +118,7 @@ class _Interrupt:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    blas_without_pool()  # before numpy is imported: this module imports none of it
     parser = _parser()
     args = parser.parse_args(argv)
     _Interrupt.seen = False
