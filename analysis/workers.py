@@ -59,9 +59,8 @@ def blas_without_pool() -> None:
     no pool of threads beside it. Its fits run on one BLAS thread anyway
     (:func:`analysis.ratings.threads.one_blas_thread`), but a pool started with the library is shut
     at every fork and started again in each process the first time a limit is set there, and each
-    new thread spins for about a tenth of a second before it sleeps: on the 100k report, about a
-    second of CPU (a tenth of the run's) spent spinning while the workers ran. Does nothing where
-    numpy is already imported (a notebook, a test) or ``OPENBLAS_NUM_THREADS`` is set."""
+    new thread spins before it sleeps, taking CPU from the workers. Does nothing where numpy is
+    already imported (a notebook, a test) or ``OPENBLAS_NUM_THREADS`` is set."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
