@@ -260,7 +260,8 @@ def test_the_report_command_starts_openblas_without_a_pool_that_forked_workers_s
     root = Path(__file__).resolve().parents[1]
     votes = tmp_path / "votes.jsonl"
     write_records(votes, synthetic_records(300, seed=3))
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    # OpenBLAS also reads these, and make test sets OMP_NUM_THREADS: the command must do without them.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
     done = subprocess.run([sys.executable, "-c", _BLAS_IN_A_WORKER, "--votes", str(votes), "--out",
                            str(tmp_path / "out"), "--quiet", "--workers", "2", "--bootstrap", "40",
                            "--rating-bootstrap", "20"], cwd=root, capture_output=True, text=True,
