@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -166,23 +167,39 @@ def _unfinished_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` for its new content, with the mode a new file gets: its
+    descriptor and name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_unfinished_prefix(path))
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except BaseException:
+        os.close(fd)
+        _discard(tmp)
+        raise
+    return fd, tmp
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:  # put in place, or never made
+        pass
+
+
 @contextmanager
 def replace_file(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
     """A handle to write ``path``'s new content; on leaving, the file replaces ``path`` (a
     symlink there included, never its target). An exception inside leaves ``path`` as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_unfinished_prefix(path))
+    fd, tmp = _temporary(path)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
             yield fh
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
 
 
@@ -206,9 +223,42 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write_texts(texts: dict[str | os.PathLike, str]) -> None:
-    """Each text as its path's whole content (:func:`replace_file`), every file written before
-    any is put in place: files that belong together (a report's json, markdown and html) stopped
-    while written are all left as they were, not some new and some old."""
-    with ExitStack() as stack:
+    """Each text as its path's whole content (as :func:`replace_file` writes one), all new or all
+    as they were: files that belong together (a report's json, markdown and html) are each
+    written beside their place first, so an error or a stop while they are written leaves every
+    one as it was; then they are put in place together (:func:`_put_in_place`), never some new
+    and some old."""
+    staged: list[tuple[str, Path]] = []
+    try:
         for path, text in texts.items():
-            stack.enter_context(replace_file(path)).write(text)
+            fd, tmp = _temporary(Path(path))
+            staged.append((tmp, Path(path)))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        _put_in_place(staged)
+    except BaseException:
+        for tmp, _ in staged:
+            _discard(tmp)
+        raise
+
+
+def _put_in_place(staged: list[tuple[str, Path]]) -> None:
+    """Each written file renamed onto its path; once the first is, the rest follow. A Ctrl-C
+    midway (KeyboardInterrupt) is raised once every one is in place, and SIGTERM is held off by
+    this thread until then, which holds it off a process of one thread: a pool that terminates
+    the helper writing a report (Ctrl-C in its parent) killed it between two renames, leaving
+    the new json beside the last run's markdown and html."""
+    blocking = hasattr(signal, "pthread_sigmask")
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if blocking else None
+    try:
+        try:
+            for tmp, path in staged:
+                os.replace(tmp, path)
+        except KeyboardInterrupt:
+            for tmp, path in staged:
+                if os.path.lexists(tmp):  # not yet in place
+                    os.replace(tmp, path)
+            raise
+    finally:
+        if blocking:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +185,54 @@ def test_files_written_together_are_all_left_as_they_were_when_one_cannot_be_wri
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.md", "not-a-folder"]
     write_texts({first: "new a", second: "new b"})
     assert (first.read_text(), second.read_text()) == ("new a", "new b")
+
+
+def _old_report(folder):
+    paths = [folder / name for name in ("report.json", "report.md", "report.html")]
+    for path in paths:
+        path.write_text("the last run's")
+    return paths
+
+
+def test_a_ctrl_c_between_the_renames_of_files_written_together_puts_every_one_in_place(tmp_path, monkeypatch):
+    """Ctrl-C after the first of three files is put in place: the other two follow before the
+    KeyboardInterrupt is raised, so no report is new json beside the last run's markdown and html."""
+    from pairlab.files import write_texts
+
+    paths = _old_report(tmp_path)
+    real, renamed = os.replace, []
+
+    def interrupted(src, dst):
+        real(src, dst)
+        renamed.append(dst)
+        if len(renamed) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_texts({path: "new " + path.suffix for path in paths})
+    assert [path.read_text() for path in paths] == ["new .json", "new .md", "new .html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+
+
+@pytest.mark.process
+def test_sigterm_between_the_renames_of_files_written_together_waits_until_every_one_is_in_place(tmp_path):
+    """A pool terminates its helper (SIGTERM) when its parent is stopped; the helper writing a
+    report then puts all three files in place before it dies, not one."""
+    paths = _old_report(tmp_path)
+    script = f"""
+import os, signal, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from pairlab.files import write_texts
+real = os.replace
+def terminated(src, dst):
+    real(src, dst)
+    os.kill(os.getpid(), signal.SIGTERM)  # after the first: the process may not see the next
+os.replace = terminated
+write_texts({{p: "new " + os.path.splitext(p)[1] for p in {[str(p) for p in paths]!r}}})
+print("not killed")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert [path.read_text() for path in paths] == ["new .json", "new .md", "new .html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
