@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from pairlab.backends.base import BackendError
+from pairlab.files import write_text
 
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -27,13 +28,6 @@ def cache_root() -> Path:
     root = Path(os.environ.get("PAIRLAB_CACHE") or Path.home() / ".cache" / "pairlab")
     root.mkdir(parents=True, exist_ok=True)
     return root
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -53,7 +47,7 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 22), b""):
             digest.update(block)
     index[key] = digest.hexdigest()
-    _atomic_write_text(index_path, json.dumps(index, indent=0))
+    write_text(index_path, json.dumps(index, indent=0))
     return index[key]
 
 
