@@ -272,3 +272,44 @@ def test_the_report_command_starts_openblas_without_a_pool_that_forked_workers_s
     assert seen["blas"] and set(seen["blas"]) == {1}
     assert seen["in_workers"] == [1, 1]
     assert (tmp_path / "out" / "report.json").exists()
+
+
+_BLAS_FROM_PYTHON = """
+import json, os
+import numpy  # imported before any report, as in a notebook: OpenBLAS started with its pool
+from threadpoolctl import threadpool_info
+from analysis.ratings.threads import one_blas_thread
+from analysis.workers import Workers
+
+def threads_after_a_fit():  # a forked worker's fit, its BLAS limited as the report's fits are
+    with one_blas_thread():
+        numpy.linalg.solve(numpy.eye(50) + 1.0, numpy.ones(50))
+    return len(os.listdir("/proc/self/task"))
+
+with one_blas_thread():  # the workers forked inside the limit, as the report forks them
+    with Workers(2, {"fit": threads_after_a_fit}) as pool:
+        in_workers = pool.run([("fit", ())] * 2)
+print(json.dumps({"in_workers": in_workers,
+                  "blas": [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"]}))
+"""
+
+
+@pytest.mark.process  # numpy imported first, with a pool of two threads, in an interpreter of its own
+def test_a_worker_forked_inside_the_blas_limit_sets_no_limit_that_would_start_openblas_pool_again(tmp_path):
+    """numpy imported before the report (the Python API in a notebook): OpenBLAS starts with its
+    pool, the report limits it to one thread and forks its workers inside the limit. A worker's
+    fit then finds one thread and sets nothing, so it starts no thread that spins (it started
+    one a library, a tenth of a second of CPU each); the limit is lifted afterwards."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", _BLAS_FROM_PYTHON], cwd=root, capture_output=True, text=True,
+                          env={**env, "OPENBLAS_NUM_THREADS": "2", "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["in_workers"] == [1, 1]
+    assert seen["blas"] == [2]  # as it was before the limit

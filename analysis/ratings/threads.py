@@ -8,7 +8,7 @@ takes microseconds can stall for tens of milliseconds (measured: a 1M-battle fit
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 
 __all__ = ["one_blas_thread"]
@@ -22,5 +22,12 @@ def _controller():
 
 
 def one_blas_thread() -> AbstractContextManager:
-    """Context manager limiting every loaded BLAS to one thread."""
-    return _controller().limit(limits=1, user_api="blas")
+    """Context manager limiting every loaded BLAS to one thread. Where every one already runs one
+    (a forked worker: the report forks inside this limit) nothing is set: setting even an
+    unchanged limit makes OpenBLAS start the pool of threads a fork shut, and each new thread
+    spins about a tenth of a second before it sleeps, in every worker (numpy imported before the
+    report, as in a notebook)."""
+    blas = _controller().select(user_api="blas")
+    if all(lib.num_threads == 1 for lib in blas.lib_controllers):
+        return nullcontext()
+    return blas.limit(limits=1)
