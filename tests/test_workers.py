@@ -219,27 +219,32 @@ def test_the_report_command_says_a_worker_was_lost_and_exits(tmp_path, monkeypat
     assert not (tmp_path / "out" / "report.html").exists()
 
 
-_BLAS_IN_A_WORKER = """
-import json, os, sys
-from analysis.report.cli import main
-imported_first = "numpy" in sys.modules
-main(sys.argv[1:])  # the report command, as run from a shell: it forks its workers and helper
-import numpy
+# A forked worker's fit, its BLAS limited as the report's fits are, and the workers forked inside
+# the limit, as the report forks them; ``seen`` is what the script saw before.
+_FORKED_FITS = """
 from threadpoolctl import threadpool_info
 from analysis.ratings.threads import one_blas_thread
 from analysis.workers import Workers
 
-def threads_after_a_fit():  # a forked worker's fit, its BLAS limited as the report's fits are
+def threads_after_a_fit():
     with one_blas_thread():
         numpy.linalg.solve(numpy.eye(50) + 1.0, numpy.ones(50))
     return len(os.listdir("/proc/self/task"))
 
-with one_blas_thread():  # the workers forked inside the limit, as the report forks them
+with one_blas_thread():
     with Workers(2, {"fit": threads_after_a_fit}) as pool:
         in_workers = pool.run([("fit", ())] * 2)
-print(json.dumps({"imported_first": imported_first, "in_workers": in_workers,
+print(json.dumps({**seen, "in_workers": in_workers,
                   "blas": [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"]}))
 """
+
+_BLAS_IN_A_WORKER = """
+import json, os, sys
+from analysis.report.cli import main
+seen = {"imported_first": "numpy" in sys.modules}
+main(sys.argv[1:])  # the report command, as run from a shell: it forks its workers and helper
+import numpy
+""" + _FORKED_FITS
 
 
 @pytest.mark.process  # the command from its own interpreter: numpy not imported before it runs
@@ -277,21 +282,8 @@ def test_the_report_command_starts_openblas_without_a_pool_that_forked_workers_s
 _BLAS_FROM_PYTHON = """
 import json, os
 import numpy  # imported before any report, as in a notebook: OpenBLAS started with its pool
-from threadpoolctl import threadpool_info
-from analysis.ratings.threads import one_blas_thread
-from analysis.workers import Workers
-
-def threads_after_a_fit():  # a forked worker's fit, its BLAS limited as the report's fits are
-    with one_blas_thread():
-        numpy.linalg.solve(numpy.eye(50) + 1.0, numpy.ones(50))
-    return len(os.listdir("/proc/self/task"))
-
-with one_blas_thread():  # the workers forked inside the limit, as the report forks them
-    with Workers(2, {"fit": threads_after_a_fit}) as pool:
-        in_workers = pool.run([("fit", ())] * 2)
-print(json.dumps({"in_workers": in_workers,
-                  "blas": [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"]}))
-"""
+seen = {}
+""" + _FORKED_FITS
 
 
 @pytest.mark.process  # numpy imported first, with a pool of two threads, in an interpreter of its own
