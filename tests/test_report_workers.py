@@ -101,6 +101,24 @@ def test_a_reference_shared_by_several_judges_is_measured_against_itself_once(re
                for r in judges)
 
 
+def test_the_judges_worth_is_handed_out_before_their_leaderboards(records, monkeypatch):
+    """The workers take calls in the order given, so the longest go first: each judge's worth
+    (about twice a judge's leaderboard at 100k and at 1M records) before the leaderboards and
+    the ceiling. Handed out after them, the last worth ran alone at the end."""
+    rounds = []
+    run_named = estimates._run_named
+
+    def recorded(pool, calls, *args, **kwargs):
+        rounds.append([key[0] for key in calls])
+        return run_named(pool, calls, *args, **kwargs)
+
+    monkeypatch.setattr(estimates, "_run_named", recorded)
+    build_report(records, workers=1, **KNOBS)
+    judging = rounds[-1]
+    assert judging.count("worth") == 3 and judging.count("judge") == 3 and judging.count("ceiling") == 1
+    assert judging == sorted(judging, key=["worth", "judge", "ceiling"].index)
+
+
 def test_a_figure_is_handed_over_as_soon_as_what_it_shows_is_known(tmp_path):
     """``once``: the judges' figure is handed over when every judge is judged, while their worth
     is still being priced (here: a worth that waits for the handover)."""
