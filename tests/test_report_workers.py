@@ -32,7 +32,7 @@ def records() -> list[Record]:
 
 def test_figures_drawn_by_the_helper_are_those_drawn_from_the_finished_report(records):
     """Each figure is drawn as soon as what it shows is known: the raters' before the judges are
-    judged, the judges' leaderboards before their worth is priced or their ceiling measured. Each
+    judged, the judges' leaderboards as soon as the last judge is judged. Each
     must come out as drawn from the finished report, byte for byte."""
     report, figs = build_report_with_figures(records, workers=2, **KNOBS)
     assert list(DRAWN_FROM) == list(FIGURES) and {"raters", "judges", "worth"} == set(DRAWN_FROM.values())

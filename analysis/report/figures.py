@@ -323,7 +323,7 @@ def build_report_with_figures(*args, helper: Helper | None = None, **kwargs) -> 
     ``helper`` (one with the task ``figures``; by default a :func:`drawing_helper` entered now)
     while the report is computed, each as soon as what it shows is known (:data:`DRAWN_FROM`):
     those from the raters' own estimates while the judges are judged, the judges' leaderboards
-    while their worth is priced."""
+    as soon as the last judge is judged, while what is left (a worth, the ceiling) is computed."""
     if helper is None:
         with drawing_helper(kwargs.get("workers")) as own:
             return build_report_with_figures(*args, helper=own, **kwargs)
