@@ -226,8 +226,8 @@ def write_texts(texts: dict[str | os.PathLike, str]) -> None:
     """Each text as its path's whole content (as :func:`replace_file` writes one), all new or all
     as they were: files that belong together (a report's json, markdown and html) are each
     written beside their place first, so an error or a stop while they are written leaves every
-    one as it was; then they are put in place together (:func:`_put_in_place`), never some new
-    and some old."""
+    one as it was; then they are put in place together (:func:`_put_in_place`), and a stop
+    then (Ctrl-C, SIGTERM) puts every one in place, never some new and some old."""
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in texts.items():
