@@ -15,10 +15,11 @@ __all__ = ["one_blas_thread"]
 
 
 @cache
-def _controller():
+def _blas():
+    """The loaded BLAS libraries' controller, found once (as the libraries loaded by then)."""
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    return ThreadpoolController().select(user_api="blas")
 
 
 def one_blas_thread() -> AbstractContextManager:
@@ -27,7 +28,7 @@ def one_blas_thread() -> AbstractContextManager:
     unchanged limit makes OpenBLAS start the pool of threads a fork shut, and each new thread
     spins about a tenth of a second before it sleeps, in every worker (numpy imported before the
     report, as in a notebook)."""
-    blas = _controller().select(user_api="blas")
+    blas = _blas()
     if all(lib.num_threads == 1 for lib in blas.lib_controllers):
         return nullcontext()
     return blas.limit(limits=1)
