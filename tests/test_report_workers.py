@@ -31,11 +31,11 @@ def records() -> list[Record]:
 
 
 def test_figures_drawn_by_the_helper_are_those_drawn_from_the_finished_report(records):
-    """Each figure is drawn as soon as what it shows is known: the raters' before the judges are
-    judged, the judges' leaderboards as soon as the last judge is judged. Each
-    must come out as drawn from the finished report, byte for byte."""
+    """Each figure is drawn as soon as what it shows is known: the raters' (with the judges'
+    leaderboards, which their ratings give) before the judges are judged, the worth's once every
+    judge is priced. Each must come out as drawn from the finished report, byte for byte."""
     report, figs = build_report_with_figures(records, workers=2, **KNOBS)
-    assert list(DRAWN_FROM) == list(FIGURES) and {"raters", "judges", "worth"} == set(DRAWN_FROM.values())
+    assert list(DRAWN_FROM) == list(FIGURES) and {"raters", "worth"} == set(DRAWN_FROM.values())
     assert {"position", "length", "families", "ratings", "leaderboards", "worth"} <= set(figs)
     assert figs == figures(report)
     alone = build_report(records, workers=1, **KNOBS)  # and drawing changes no number

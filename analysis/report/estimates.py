@@ -377,15 +377,18 @@ def _build_report(
             if names:
                 drawing.append(submit(names, report))
 
-        hand("raters", assemble(reports))
+        # A judge's leaderboard against its reference's is known once both are rated (the judging
+        # adds its intervals), so its figure, which shows no interval of it, is drawn with the raters'.
+        boards = {n: leaderboard_agreement(reports[n].ratings.bt, reports[references[n]].ratings.bt) for n in judges}
+        hand("raters", assemble({**reports, **{n: replace(reports[n], leaderboard=boards[n]) for n in judges}}))
         # A judge's worth is the longest of these (at 100k records 0.8 s of CPU against 0.45 s for
         # its leaderboard, 11-16 s against 5-7 s at 1M): handed out after the judges, the last
         # worth ran alone while the other worker sat idle (6 s at 1M).
         done = _run_named(pool, {
             **{("worth", n): (n, reports[n].ratings.bt) for n in valued},
-            **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n)) for n in judges},
+            **{("judge", n): (n, reports[n], reports[references[n]].ratings, controlled.get(n), boards[n])
+               for n in judges},
             **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges", once=[
-                ([("judge", n) for n in judges], lambda done: hand("judges", assemble(with_judges(done)))),
                 ([("worth", n) for n in valued], lambda done: hand("worth", assemble(reports, *priced(done))))])
         report = assemble(with_judges(done), *priced(done))
     if not draw:
@@ -516,8 +519,9 @@ def build_report(*args, **kwargs) -> BiasReport:
 def build_report_drawing(*args, draw: tuple[dict[str, str], Callable],
                          **kwargs) -> tuple[BiasReport, dict[str, bytes]]:
     """:func:`build_report`, and its figures: ``draw`` is (each figure's name -> what it is drawn
-    from, ``"raters"``, ``"judges"`` or ``"worth"``, in the order the figures are shown; a function
-    taking names and the report as it stands once that is known, answering a handle whose
+    from, ``"raters"`` (the raters' estimates and the judges' leaderboards without their intervals)
+    or ``"worth"``, in the order the figures are shown; a function taking names and the report as
+    it stands once that is known, answering a handle whose
     ``get()`` gives ``{name: PNG bytes or None}``, as :meth:`analysis.workers.Helper.submit`
     does); see :func:`analysis.report.figures.build_report_with_figures`."""
     return _in_one_blas_thread(*args, draw=draw, **kwargs)
@@ -562,8 +566,9 @@ class _JudgingTheJudges:
                        panel_members=self.members if name == PANEL else ())
 
     def judge(self, name: str, rep: RaterReport, reference_ratings: Ratings,
-              controlled: ControlledSelfPreference | None) -> dict:
-        """The fields of judge ``name``'s report that judge it (``rep``: its estimates)."""
+              controlled: ControlledSelfPreference | None, board: LeaderboardAgreement) -> dict:
+        """The fields of judge ``name``'s report that judge it (``rep``: its estimates; ``board``:
+        its leaderboard against its reference's, :func:`leaderboard_agreement`, given its intervals here)."""
         by_rater, reference, seed, n_boot = self.by_rater, self.references[name], self.seed, self.n_boot
         ref_bt = reference_ratings.bt
         ref_rows = by_rater[reference] if reference == HUMAN_RATER else debiased_rows(by_rater[reference])
@@ -585,7 +590,6 @@ class _JudgingTheJudges:
         if name == PANEL and reference == HUMAN_RATER:
             summary = panel_summary(by_rater[PANEL], {m: by_rater[m] for m in self.members if m in by_rater},
                                     by_rater[HUMAN_RATER], self.families, n_boot=n_boot, seed=seed)
-        board = leaderboard_agreement(rep.ratings.bt, ref_bt)
         if rep.ratings.bt is not None and ref_bt is not None:
             board = leaderboard_intervals(board, board_rows, ref_board_rows, rep.ratings.bt, ref_bt, seed=seed,
                                           rounds=rounds.get("as_given"))

@@ -290,8 +290,9 @@ FIGURES = {
 }
 
 # What each figure is drawn from, so that it is drawn as soon as that is known, while the rest is
-# computed: the raters' own estimates, the judges' leaderboards, the judges' worth.
-DRAWN_FROM = {"leaderboards": "judges", "position": "raters", "length": "raters", "families": "raters",
+# computed: the raters' own estimates (with each judge's leaderboard against its reference's, as
+# those two ratings give it before its intervals are drawn), the judges' worth.
+DRAWN_FROM = {"leaderboards": "raters", "position": "raters", "length": "raters", "families": "raters",
               "ratings": "raters", "worth": "worth", "projection": "worth"}
 
 
@@ -322,8 +323,8 @@ def build_report_with_figures(*args, helper: Helper | None = None, **kwargs) -> 
     """:func:`analysis.report.build_report`, and the figures :func:`figures` gives, drawn by
     ``helper`` (one with the task ``figures``; by default a :func:`drawing_helper` entered now)
     while the report is computed, each as soon as what it shows is known (:data:`DRAWN_FROM`):
-    those from the raters' own estimates while the judges are judged, the judges' leaderboards
-    as soon as the last judge is judged, while what is left (a worth, the ceiling) is computed."""
+    those from the raters' own estimates (and the judges' leaderboards, which their ratings give)
+    while the judges are judged, the worth's as soon as the last worth is priced."""
     if helper is None:
         with drawing_helper(kwargs.get("workers")) as own:
             return build_report_with_figures(*args, helper=own, **kwargs)
