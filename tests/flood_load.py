@@ -84,9 +84,10 @@ def voter(url: str, index: int, load: Load, until: float, cycle_s: float) -> Non
             time.sleep(max(0.0, cycle_s - (time.monotonic() - began)))
 
 
-def flooder(url: str, load: Load, until: float, in_flight: int = 1) -> None:
+def flooder(url: str, load: Load, until: float, in_flight: int | tuple[int, ...] = 1) -> None:
     """One client on 16 addresses, every route, as fast as it is let, with ``in_flight`` requests
-    at a time from each address (a browser keeps six connections to a host)."""
+    at a time from each address (a browser keeps six connections to a host): one number for
+    every address, or one per address in turn (``(1, 4)``: half send one at a time, half four)."""
     def from_address(address: str) -> None:
         transport = httpx.HTTPTransport(local_address=address)
         with httpx.Client(base_url=url, transport=transport, timeout=3) as client:
@@ -118,7 +119,9 @@ def flooder(url: str, load: Load, until: float, in_flight: int = 1) -> None:
                         time.sleep(0.2)
 
     send = _send_fn(url)
-    workers = [threading.Thread(target=from_address, args=(a,)) for a in FLOOD_ADDRESSES for _ in range(in_flight)]
+    per_address = (in_flight,) if isinstance(in_flight, int) else in_flight
+    workers = [threading.Thread(target=from_address, args=(a,))
+               for k, a in enumerate(FLOOD_ADDRESSES) for _ in range(per_address[k % len(per_address)])]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -135,7 +138,7 @@ def _send_fn(url: str) -> int:
 
 
 def run(url: str, seconds: float, voters: int = 50, flood: bool = True, cycle_s: float = 10.0,
-        in_flight: int = 1) -> Load:
+        in_flight: int | tuple[int, ...] = 1) -> Load:
     """``voters`` voters (and the flooder, ``in_flight`` requests at a time per address) for
     ``seconds``; returns what they saw."""
     load = Load()
