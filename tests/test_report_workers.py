@@ -120,8 +120,8 @@ def test_the_judges_worth_is_handed_out_before_their_leaderboards(records, monke
 
 
 def test_a_figure_is_handed_over_as_soon_as_what_it_shows_is_known(tmp_path):
-    """``once``: the judges' figure is handed over when every judge is judged, while their worth
-    is still being priced (here: a worth that waits for the handover)."""
+    """``once``: what waits on some calls is handed over as soon as they are in, while the rest
+    still run (here: two judges' results, while a worth waits for the handover)."""
     from analysis.report.estimates import _run_named
     from analysis.workers import Workers
 

@@ -360,10 +360,6 @@ def _build_report(
         ceilings = sorted({references[n] for n in judges
                            if reports[n].ratings.bt is not None and reports[references[n]].ratings.bt is not None})
 
-        def with_judges(done: dict) -> dict[str, RaterReport]:  # the judges' results so far (a ceiling may be to come)
-            return {**reports, **{n: replace(reports[n], **judging.with_ceiling(
-                done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges if ("judge", n) in done}}
-
         def priced(done: dict) -> tuple[tuple[JudgeWorth, ...], tuple[str, ...]]:
             found = [done[("worth", n)] for n in valued]
             return tuple(w for worth, _ in found for w in worth), tuple(note for _, notes in found for note in notes)
@@ -390,7 +386,9 @@ def _build_report(
                for n in judges},
             **{("ceiling", r): (r,) for r in ceilings}}, progress, desc="judging the judges", once=[
                 ([("worth", n) for n in valued], lambda done: hand("worth", assemble(reports, *priced(done))))])
-        report = assemble(with_judges(done), *priced(done))
+        judges_judged = {n: replace(reports[n], **judging.with_ceiling(
+            done[("judge", n)], done.get(("ceiling", references[n])))) for n in judges}
+        report = assemble({**reports, **judges_judged}, *priced(done))
     if not draw:
         return report, None
     drawn = {name: image for handle in drawing for name, image in handle.get().items()}
