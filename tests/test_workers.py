@@ -286,12 +286,9 @@ seen = {}
 """ + _FORKED_FITS
 
 
-@pytest.mark.process  # numpy imported first, with a pool of two threads, in an interpreter of its own
-def test_a_worker_forked_inside_the_blas_limit_sets_no_limit_that_would_start_openblas_pool_again(tmp_path):
-    """numpy imported before the report (the Python API in a notebook): OpenBLAS starts with its
-    pool, the report limits it to one thread and forks its workers inside the limit. A worker's
-    fit then finds one thread and sets nothing, so it starts no thread that spins (it started
-    one a library, a tenth of a second of CPU each); the limit is lifted afterwards."""
+def _blas_script(script: str) -> dict:
+    """What ``script`` printed last (JSON), run in an interpreter of its own with OpenBLAS started
+    on two threads (whatever the machine's cores) and none of its other thread settings."""
     import json
     import subprocess
     import sys
@@ -299,9 +296,45 @@ def test_a_worker_forked_inside_the_blas_limit_sets_no_limit_that_would_start_op
 
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k not in ("GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", _BLAS_FROM_PYTHON], cwd=root, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
                           env={**env, "OPENBLAS_NUM_THREADS": "2", "PYTHONPATH": str(root)}, timeout=120)
     assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.process  # numpy imported first, with a pool of two threads, in an interpreter of its own
+def test_a_worker_forked_inside_the_blas_limit_sets_no_limit_that_would_start_openblas_pool_again(tmp_path):
+    """numpy imported before the report (the Python API in a notebook): OpenBLAS starts with its
+    pool, the report limits it to one thread and forks its workers inside the limit. A worker's
+    fit then finds one thread and sets nothing, so it starts no thread that spins (it started
+    one a library, a tenth of a second of CPU each); the limit is lifted afterwards."""
+    seen = _blas_script(_BLAS_FROM_PYTHON)
     assert seen["in_workers"] == [1, 1]
     assert seen["blas"] == [2]  # as it was before the limit
+
+
+_BLAS_LOADED_LATER = """
+import json
+import numpy
+from threadpoolctl import threadpool_info
+from analysis.ratings.threads import one_blas_thread
+
+with one_blas_thread():  # the first limit, while numpy's OpenBLAS is the only one loaded
+    pass
+import scipy.linalg  # scipy's own OpenBLAS, loaded after it
+with one_blas_thread():
+    inside = {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+print(json.dumps({"inside": inside,
+                  "after": {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}}))
+"""
+
+
+@pytest.mark.process  # numpy and scipy imported in an interpreter of its own, one after the other
+def test_a_blas_loaded_after_the_first_limit_is_limited_too():
+    """``one_blas_thread`` limits every BLAS loaded when it is entered: scipy's own OpenBLAS,
+    loaded by an import after the first limit was set (the fits import scipy.sparse.linalg only
+    when they need it), runs one thread inside it as numpy's does, and its two again after."""
+    seen = _blas_script(_BLAS_LOADED_LATER)
+    assert len(seen["inside"]) == 2  # numpy's and scipy's
+    assert set(seen["inside"].values()) == {1}
+    assert set(seen["after"].values()) == {2}

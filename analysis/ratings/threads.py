@@ -8,15 +8,18 @@ takes microseconds can stall for tens of milliseconds (measured: a 1M-battle fit
 
 from __future__ import annotations
 
+import sys
 from contextlib import AbstractContextManager, nullcontext
-from functools import cache
+from functools import lru_cache
 
 __all__ = ["one_blas_thread"]
 
 
-@cache
-def _blas():
-    """The loaded BLAS libraries' controller, found once (as the libraries loaded by then)."""
+@lru_cache(maxsize=1)
+def _blas(n_modules: int):
+    """The controller of the BLAS libraries loaded while ``n_modules`` modules are imported: looked
+    for again only after an import, which may load another (scipy's own OpenBLAS beside numpy's);
+    kept at the first call, it left a library loaded later running its threads."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
@@ -28,7 +31,7 @@ def one_blas_thread() -> AbstractContextManager:
     unchanged limit makes OpenBLAS start the pool of threads a fork shut, and each new thread
     spins about a tenth of a second before it sleeps, in every worker (numpy imported before the
     report, as in a notebook)."""
-    blas = _blas()
+    blas = _blas(len(sys.modules))
     if all(lib.num_threads == 1 for lib in blas.lib_controllers):
         return nullcontext()
     return blas.limit(limits=1)
